@@ -1,0 +1,145 @@
+// The catalogue: every response Pinboard writes itself (seed "Errors", routing.md
+// refusals, DESIGN 4 and 9). One class per row; `reply` is the exact response.
+import { Schema } from "effect"
+
+export const TEXT_PLAIN = "text/plain; charset=utf-8"
+export const APPLICATION_JSON = "application/json"
+
+export interface Reply {
+  readonly status: number
+  readonly contentType: typeof TEXT_PLAIN | typeof APPLICATION_JSON
+  readonly body: string
+  /** Sent as `Retry-After`, rounded up to whole seconds, at least 1. */
+  readonly retryAfterMs?: number
+}
+
+const text = (status: number, body: string): Reply => ({ status, contentType: TEXT_PLAIN, body })
+const json = (status: number, error: string): Reply => ({
+  status,
+  contentType: APPLICATION_JSON,
+  body: JSON.stringify({ error })
+})
+const refusal = (error: string, retryAfterMs: number): Reply => ({ ...json(503, error), retryAfterMs })
+
+export const retryAfterSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
+
+// --- Addressing (routing.md "Addressing") ---
+
+export class IdEmpty extends Schema.TaggedError<IdEmpty>()("IdEmpty", {}) {
+  get reply(): Reply {
+    return text(400, "id must be non-empty")
+  }
+}
+
+export class IdTooLong extends Schema.TaggedError<IdTooLong>()("IdTooLong", {}) {
+  get reply(): Reply {
+    return text(400, "id must be at most 256 characters")
+  }
+}
+
+export class IdBadCharacters extends Schema.TaggedError<IdBadCharacters>()("IdBadCharacters", {}) {
+  get reply(): Reply {
+    return text(400, "id must contain only [A-Za-z0-9._~-]")
+  }
+}
+
+export class UnknownNamespace extends Schema.TaggedError<UnknownNamespace>()("UnknownNamespace", {}) {
+  get reply(): Reply {
+    return json(404, "unknown namespace")
+  }
+}
+
+// --- Resolution refusals (routing.md "Resolution", DESIGN 5) ---
+
+export class RegistryColdStart extends Schema.TaggedError<RegistryColdStart>()("RegistryColdStart", {
+  retryAfterMs: Schema.Number
+}) {
+  get reply(): Reply {
+    return refusal("registry cold start, retry", this.retryAfterMs)
+  }
+}
+
+export class NoLiveBackends extends Schema.TaggedError<NoLiveBackends>()("NoLiveBackends", {}) {
+  get reply(): Reply {
+    return refusal("no live backends for namespace", 1000)
+  }
+}
+
+export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>()("RegistryUnavailable", {
+  cause: Schema.optional(Schema.Defect)
+}) {
+  get reply(): Reply {
+    return refusal("registry unavailable, retry", 1000)
+  }
+}
+
+// --- Registry API (DESIGN 4) ---
+
+export class InvalidDeploymentToken extends Schema.TaggedError<InvalidDeploymentToken>()(
+  "InvalidDeploymentToken",
+  {}
+) {
+  get reply(): Reply {
+    return json(401, "invalid deployment token")
+  }
+}
+
+export class InvalidBody extends Schema.TaggedError<InvalidBody>()("InvalidBody", { problem: Schema.String }) {
+  get reply(): Reply {
+    return json(400, this.problem)
+  }
+}
+
+export class BodyTooLarge extends Schema.TaggedError<BodyTooLarge>()("BodyTooLarge", {}) {
+  get reply(): Reply {
+    return json(413, "body too large")
+  }
+}
+
+export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNotFound", {}) {
+  get reply(): Reply {
+    return json(404, "not found")
+  }
+}
+
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {}) {
+  get reply(): Reply {
+    return json(405, "method not allowed")
+  }
+}
+
+export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {}) {
+  get reply(): Reply {
+    return json(410, "lease lost")
+  }
+}
+
+export class NotPlaced extends Schema.TaggedError<NotPlaced>()("NotPlaced", {}) {
+  get reply(): Reply {
+    return json(404, "not placed")
+  }
+}
+
+// --- Anything else is a defect ---
+
+export const internalError: Reply = json(500, "internal error")
+
+/** Every catalogue class, for the generated docs and the exhaustiveness test. */
+export const catalogue = [
+  IdEmpty,
+  IdTooLong,
+  IdBadCharacters,
+  UnknownNamespace,
+  RegistryColdStart,
+  NoLiveBackends,
+  RegistryUnavailable,
+  InvalidDeploymentToken,
+  InvalidBody,
+  BodyTooLarge,
+  RouteNotFound,
+  MethodNotAllowed,
+  LeaseLost,
+  NotPlaced
+] as const
+
+export type CatalogueError = InstanceType<(typeof catalogue)[number]>

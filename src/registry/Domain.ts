@@ -1,0 +1,120 @@
+// The registry's data (DESIGN 3 and 4): what a bucket holds and what its operations answer.
+// Outside hostname-aware mode `env` and `hostname` are "".
+
+export interface RegistryPolicy {
+  readonly leaseMs: number
+  readonly balanceFactor: number
+  readonly nackThreshold: number
+  readonly nackWindowMs: number
+}
+
+export interface NamespaceRegistration {
+  readonly namespace: string
+  readonly hostname: string
+  readonly env: string
+}
+
+export interface WorkerRegistration {
+  readonly worker: string
+  readonly incarnation: string
+  readonly advertiseUrl: string
+  readonly namespaces: ReadonlyArray<NamespaceRegistration>
+  readonly headroom: number
+  readonly draining: boolean
+}
+
+export interface WorkerHeartbeat {
+  readonly worker: string
+  readonly incarnation: string
+  readonly headroom: number
+  readonly draining: boolean
+  readonly degraded: boolean
+}
+
+export interface WorkerRecord {
+  readonly worker: string
+  readonly advertiseUrl: string
+  readonly incarnation: string
+  readonly namespaces: ReadonlyArray<NamespaceRegistration>
+  readonly leaseExpiresAt: number
+  readonly headroom: number
+  readonly draining: boolean
+  /** Self-reported; nack-degraded is derived from the nack window. */
+  readonly degraded: boolean
+  readonly nackWindowStart: number
+  readonly nackCount: number
+}
+
+export interface PlacementKey {
+  readonly env: string
+  readonly namespace: string
+  readonly id: string
+}
+
+export interface PlacementRow extends PlacementKey {
+  readonly worker: string
+  readonly incarnation: string
+  readonly epoch: string
+  readonly placedAt: number
+  readonly hostname: string
+  readonly tag: string
+  /** 0 when no wind-down deadline is set. */
+  readonly windDownAt: number
+}
+
+export interface ResolveQuery extends PlacementKey {
+  readonly hostname: string
+  readonly caller: string | undefined
+  readonly affinity: string
+  readonly excluded: ReadonlyArray<string>
+  readonly r1: number
+  readonly r2: number
+}
+
+export type ResolveOutcome =
+  | { readonly _tag: "Placed"; readonly worker: string; readonly advertiseUrl: string; readonly epoch: string; readonly isNew: boolean }
+  | { readonly _tag: "UnknownNamespace" }
+  | { readonly _tag: "ColdStart"; readonly retryAfterMs: number }
+  | { readonly _tag: "NoLiveBackends" }
+
+/** Release and tag are compare-and-set on the row's epoch; `current` is the row's epoch or null. */
+export type CasOutcome = { readonly _tag: "Done" } | { readonly _tag: "Conflict"; readonly current: string | null }
+
+export interface WindDownEntry extends PlacementKey {
+  readonly epoch: string
+  readonly deadline: number
+}
+
+export type WindDownOutcome = { readonly _tag: "WindingDown"; readonly deadline: number } | { readonly _tag: "Conflict"; readonly current: string | null }
+
+export type BucketHeartbeat =
+  | { readonly _tag: "Renewed"; readonly windDown: ReadonlyArray<WindDownEntry> }
+  | { readonly _tag: "LeaseLost" }
+
+export interface PlacementView extends PlacementRow {
+  readonly advertiseUrl: string | null
+  readonly live: boolean
+}
+
+export interface WorkerView {
+  readonly worker: string
+  readonly advertiseUrl: string
+  readonly namespaces: ReadonlyArray<NamespaceRegistration>
+  readonly headroom: number
+  readonly leaseExpiresAt: number
+  readonly draining: boolean
+  readonly degraded: boolean
+  readonly nacks: number
+}
+
+export const memberKey = (env: string, namespace: string): string => `${env}|${namespace}`
+export const rowKey = (key: PlacementKey): string => `${key.env}|${key.namespace}|${key.id}`
+
+export const nackDegraded = (record: WorkerRecord, now: number, policy: RegistryPolicy): boolean =>
+  nacksInWindow(record, now, policy) >= policy.nackThreshold
+
+export const nacksInWindow = (record: WorkerRecord, now: number, policy: RegistryPolicy): number =>
+  now < record.nackWindowStart + policy.nackWindowMs ? record.nackCount : 0
+
+/** Lease a worker must have left to take a new placement (routing.md "Resolution"). */
+export const minLeaseLeftMs = (leaseMs: number): number => Math.min(5000, leaseMs / 3)

@@ -1,0 +1,37 @@
+// The embedded registry: the reference model held in process memory (DESIGN 1).
+import { Effect } from "effect"
+import type { RegistryBackend } from "./Backend.js"
+import type { RegistryPolicy } from "./Domain.js"
+import * as Model from "./Model.js"
+
+export interface MemoryBackend extends RegistryBackend {
+  /** Test seam: forget everything in one bucket, as a Redis wipe would. */
+  readonly wipe: (bucket: number) => void
+  /** Test seam: the bucket's state, to check invariants against. */
+  readonly inspect: (bucket: number) => Readonly<Model.BucketState>
+}
+
+export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): MemoryBackend => {
+  const state = Array.from({ length: buckets }, Model.emptyBucket)
+  const each = (f: (bucket: Model.BucketState) => void) => Effect.sync(() => state.forEach(f))
+  const one = <A>(bucket: number, f: (bucket: Model.BucketState) => A) => Effect.sync(() => f(state[bucket]!))
+  return {
+    buckets,
+    register: (now, registration) => each((b) => Model.register(b, now, registration, policy)),
+    heartbeat: (now, beat) => Effect.sync(() => state.map((b) => Model.heartbeat(b, now, beat, policy))),
+    deregister: (_now, worker, incarnation) => each((b) => Model.deregister(b, worker, incarnation)),
+    nack: (now, worker) => each((b) => Model.nack(b, now, worker, policy)),
+    sweep: (now) => each((b) => Model.sweep(b, now)),
+    resolve: (bucket, now, query) => one(bucket, (b) => Model.resolve(b, now, query, policy)),
+    release: (bucket, now, key, epoch) => one(bucket, (b) => Model.release(b, now, key, epoch)),
+    tag: (bucket, now, key, epoch, value) => one(bucket, (b) => Model.tag(b, now, key, epoch, value)),
+    beginWindDown: (bucket, now, key, epoch) => one(bucket, (b) => Model.beginWindDown(b, now, key, epoch, policy)),
+    placement: (bucket, now, key) => one(bucket, (b) => Model.placement(b, now, key)),
+    workers: (now) => one(0, (b) => Model.workers(b, now, policy)),
+    time: Effect.clockWith((clock) => clock.currentTimeMillis),
+    wipe: (bucket) => {
+      state[bucket] = Model.emptyBucket()
+    },
+    inspect: (bucket) => state[bucket]!
+  }
+}

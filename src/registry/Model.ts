@@ -1,0 +1,284 @@
+// The reference semantics of one bucket (DESIGN 3 to 5): deterministic, no I/O, no clock,
+// no randomness; `now` and the random numbers are arguments. The embedded registry runs
+// it directly; the Lua scripts implement the same operations on Redis.
+import {
+  memberKey,
+  nackDegraded,
+  nacksInWindow,
+  rowKey,
+  type BucketHeartbeat,
+  type CasOutcome,
+  type PlacementKey,
+  type PlacementRow,
+  type PlacementView,
+  type RegistryPolicy,
+  type ResolveOutcome,
+  type ResolveQuery,
+  type WindDownEntry,
+  type WindDownOutcome,
+  type WorkerHeartbeat,
+  type WorkerRecord,
+  type WorkerRegistration,
+  type WorkerView
+} from "./Domain.js"
+import { byWorkerId, choosePlacement, isPlaceable } from "./Placement.js"
+
+export interface BucketState {
+  coldSince: number | undefined
+  epoch: bigint | undefined
+  /** memberKey(env, namespace) of every namespace ever registered. */
+  readonly namespaces: Set<string>
+  readonly workers: Map<string, WorkerRecord>
+  /** memberKey(env, namespace) -> worker ids registered for it. */
+  readonly members: Map<string, Set<string>>
+  readonly rows: Map<string, PlacementRow>
+  readonly rowsByWorker: Map<string, Set<string>>
+}
+
+export const emptyBucket = (): BucketState => ({
+  coldSince: undefined,
+  epoch: undefined,
+  namespaces: new Set(),
+  workers: new Map(),
+  members: new Map(),
+  rows: new Map(),
+  rowsByWorker: new Map()
+})
+
+/** A bucket's first use starts its cold start and seeds its epoch counter (DESIGN 3). */
+const touch = (state: BucketState, now: number): void => {
+  if (state.coldSince === undefined) state.coldSince = now
+  if (state.epoch === undefined) state.epoch = BigInt(now) * 1_000_000n
+}
+
+const isLive = (state: BucketState, row: PlacementRow, now: number): boolean => {
+  const owner = state.workers.get(row.worker)
+  return (
+    owner !== undefined &&
+    owner.incarnation === row.incarnation &&
+    owner.leaseExpiresAt > now &&
+    (row.windDownAt === 0 || row.windDownAt > now)
+  )
+}
+
+const deleteRow = (state: BucketState, row: PlacementRow): void => {
+  const key = rowKey(row)
+  state.rows.delete(key)
+  const owned = state.rowsByWorker.get(row.worker)
+  owned?.delete(key)
+  if (owned?.size === 0) state.rowsByWorker.delete(row.worker)
+}
+
+const deleteRowsOf = (state: BucketState, worker: string): void => {
+  for (const key of state.rowsByWorker.get(worker) ?? []) state.rows.delete(key)
+  state.rowsByWorker.delete(worker)
+}
+
+const leaveMemberships = (state: BucketState, record: WorkerRecord): void => {
+  for (const entry of record.namespaces) {
+    const key = memberKey(entry.env, entry.namespace)
+    const members = state.members.get(key)
+    members?.delete(record.worker)
+    if (members?.size === 0) state.members.delete(key)
+  }
+}
+
+const removeWorker = (state: BucketState, record: WorkerRecord): void => {
+  leaveMemberships(state, record)
+  deleteRowsOf(state, record.worker)
+  state.workers.delete(record.worker)
+}
+
+export const register = (state: BucketState, now: number, reg: WorkerRegistration, policy: RegistryPolicy): void => {
+  touch(state, now)
+  const previous = state.workers.get(reg.worker)
+  if (previous !== undefined) {
+    // A new incarnation: whatever the old one held is no longer live.
+    leaveMemberships(state, previous)
+    deleteRowsOf(state, reg.worker)
+  }
+  state.workers.set(reg.worker, {
+    worker: reg.worker,
+    advertiseUrl: reg.advertiseUrl,
+    incarnation: reg.incarnation,
+    namespaces: reg.namespaces,
+    leaseExpiresAt: now + policy.leaseMs,
+    headroom: reg.headroom,
+    draining: reg.draining,
+    degraded: false,
+    nackWindowStart: previous?.nackWindowStart ?? 0,
+    nackCount: previous?.nackCount ?? 0
+  })
+  for (const entry of reg.namespaces) {
+    const key = memberKey(entry.env, entry.namespace)
+    state.namespaces.add(key)
+    const members = state.members.get(key) ?? new Set<string>()
+    members.add(reg.worker)
+    state.members.set(key, members)
+  }
+}
+
+export const heartbeat = (
+  state: BucketState,
+  now: number,
+  beat: WorkerHeartbeat,
+  policy: RegistryPolicy
+): BucketHeartbeat => {
+  touch(state, now)
+  const record = state.workers.get(beat.worker)
+  if (record === undefined || record.incarnation !== beat.incarnation || record.leaseExpiresAt <= now) {
+    return { _tag: "LeaseLost" }
+  }
+  state.workers.set(beat.worker, {
+    ...record,
+    leaseExpiresAt: now + policy.leaseMs,
+    headroom: beat.headroom,
+    draining: beat.draining,
+    degraded: beat.degraded
+  })
+  const windDown: Array<WindDownEntry> = []
+  for (const key of state.rowsByWorker.get(beat.worker) ?? []) {
+    const row = state.rows.get(key)!
+    if (row.windDownAt > now) {
+      windDown.push({ env: row.env, namespace: row.namespace, id: row.id, epoch: row.epoch, deadline: row.windDownAt })
+    }
+  }
+  return { _tag: "Renewed", windDown }
+}
+
+export const deregister = (state: BucketState, worker: string, incarnation: string): void => {
+  const record = state.workers.get(worker)
+  if (record !== undefined && record.incarnation === incarnation) removeWorker(state, record)
+}
+
+/** Counts a refusal in the worker's fixed nack window (DESIGN 4 "Degraded"). */
+export const nack = (state: BucketState, now: number, worker: string, policy: RegistryPolicy): void => {
+  const record = state.workers.get(worker)
+  if (record === undefined) return
+  const windowOpen = now < record.nackWindowStart + policy.nackWindowMs
+  state.workers.set(worker, {
+    ...record,
+    nackWindowStart: windowOpen ? record.nackWindowStart : now,
+    nackCount: windowOpen ? record.nackCount + 1 : 1
+  })
+}
+
+/** Removes lapsed workers with their rows and rows past their wind-down deadline (DESIGN 3). */
+export const sweep = (state: BucketState, now: number): void => {
+  for (const record of [...state.workers.values()]) {
+    if (record.leaseExpiresAt <= now) removeWorker(state, record)
+  }
+  for (const row of [...state.rows.values()]) {
+    if (row.windDownAt !== 0 && row.windDownAt <= now) deleteRow(state, row)
+  }
+}
+
+export const resolve = (
+  state: BucketState,
+  now: number,
+  query: ResolveQuery,
+  policy: RegistryPolicy
+): ResolveOutcome => {
+  touch(state, now)
+  const members = memberKey(query.env, query.namespace)
+  if (!state.namespaces.has(members)) return { _tag: "UnknownNamespace" }
+  const key = rowKey(query)
+  const existing = state.rows.get(key)
+  if (existing !== undefined) {
+    if (isLive(state, existing, now)) {
+      const owner = state.workers.get(existing.worker)!
+      return { _tag: "Placed", worker: existing.worker, advertiseUrl: owner.advertiseUrl, epoch: existing.epoch, isNew: false }
+    }
+    deleteRow(state, existing)
+  }
+  const coldUntil = state.coldSince! + policy.leaseMs
+  if (now < coldUntil) return { _tag: "ColdStart", retryAfterMs: coldUntil - now }
+  const candidates = [...(state.members.get(members) ?? [])]
+    .map((worker) => state.workers.get(worker)!)
+    .filter((record) => isPlaceable(record, now, policy, query.excluded))
+    .map((record) => ({ worker: record.worker, headroom: record.headroom }))
+    .sort(byWorkerId)
+  const chosen = choosePlacement({
+    candidates,
+    caller: query.caller,
+    affinity: query.affinity,
+    balanceFactor: policy.balanceFactor,
+    r1: query.r1,
+    r2: query.r2
+  })
+  if (chosen === undefined) return { _tag: "NoLiveBackends" }
+  const owner = state.workers.get(chosen)!
+  state.epoch = state.epoch! + 1n
+  const row: PlacementRow = {
+    env: query.env,
+    namespace: query.namespace,
+    id: query.id,
+    worker: chosen,
+    incarnation: owner.incarnation,
+    epoch: state.epoch.toString(),
+    placedAt: now,
+    hostname: query.hostname,
+    tag: "",
+    windDownAt: 0
+  }
+  state.rows.set(key, row)
+  const owned = state.rowsByWorker.get(chosen) ?? new Set<string>()
+  owned.add(key)
+  state.rowsByWorker.set(chosen, owned)
+  return { _tag: "Placed", worker: chosen, advertiseUrl: owner.advertiseUrl, epoch: row.epoch, isNew: true }
+}
+
+/** Compare-and-delete at the given epoch (routing.md "Placement epoch"). */
+export const release = (state: BucketState, now: number, key: PlacementKey, epoch: string): CasOutcome => {
+  touch(state, now)
+  const row = state.rows.get(rowKey(key))
+  if (row === undefined || row.epoch !== epoch) return { _tag: "Conflict", current: row?.epoch ?? null }
+  deleteRow(state, row)
+  return { _tag: "Done" }
+}
+
+/** Compare-and-set of the owner tag at the given epoch. */
+export const tag = (state: BucketState, now: number, key: PlacementKey, epoch: string, value: string): CasOutcome => {
+  touch(state, now)
+  const row = state.rows.get(rowKey(key))
+  if (row === undefined || row.epoch !== epoch) return { _tag: "Conflict", current: row?.epoch ?? null }
+  state.rows.set(rowKey(key), { ...row, tag: value })
+  return { _tag: "Done" }
+}
+
+/** Gives the placement at `epoch` a deadline one lease away, unless it has one already. */
+export const beginWindDown = (
+  state: BucketState,
+  now: number,
+  key: PlacementKey,
+  epoch: string,
+  policy: RegistryPolicy
+): WindDownOutcome => {
+  touch(state, now)
+  const row = state.rows.get(rowKey(key))
+  if (row === undefined || row.epoch !== epoch) return { _tag: "Conflict", current: row?.epoch ?? null }
+  if (row.windDownAt !== 0) return { _tag: "WindingDown", deadline: row.windDownAt }
+  const deadline = now + policy.leaseMs
+  state.rows.set(rowKey(key), { ...row, windDownAt: deadline })
+  return { _tag: "WindingDown", deadline }
+}
+
+export const placement = (state: BucketState, now: number, key: PlacementKey): PlacementView | undefined => {
+  const row = state.rows.get(rowKey(key))
+  if (row === undefined) return undefined
+  return { ...row, advertiseUrl: state.workers.get(row.worker)?.advertiseUrl ?? null, live: isLive(state, row, now) }
+}
+
+export const workers = (state: BucketState, now: number, policy: RegistryPolicy): ReadonlyArray<WorkerView> =>
+  [...state.workers.values()]
+    .sort((a, b) => (a.worker < b.worker ? -1 : 1))
+    .map((record) => ({
+      worker: record.worker,
+      advertiseUrl: record.advertiseUrl,
+      namespaces: record.namespaces,
+      headroom: record.headroom,
+      leaseExpiresAt: record.leaseExpiresAt,
+      draining: record.draining,
+      degraded: record.degraded || nackDegraded(record, now, policy),
+      nacks: nacksInWindow(record, now, policy)
+    }))

@@ -1,0 +1,73 @@
+// Placement policy (DESIGN 5, steps 5 and 6) as plain functions. The Lua resolve script
+// implements the same rules; the model-based test holds the two to each other.
+import { createHash } from "node:crypto"
+import { minLeaseLeftMs, nackDegraded, type RegistryPolicy, type WorkerRecord } from "./Domain.js"
+
+export interface Candidate {
+  readonly worker: string
+  readonly headroom: number
+}
+
+export const isPlaceable = (
+  record: WorkerRecord,
+  now: number,
+  policy: RegistryPolicy,
+  excluded: ReadonlyArray<string>
+): boolean =>
+  record.leaseExpiresAt - now >= minLeaseLeftMs(policy.leaseMs) &&
+  !record.draining &&
+  !record.degraded &&
+  !nackDegraded(record, now, policy) &&
+  !excluded.includes(record.worker)
+
+/** Ordered by worker id, byte order (worker ids are ASCII). */
+export const byWorkerId = (a: Candidate, b: Candidate): number => (a.worker < b.worker ? -1 : a.worker > b.worker ? 1 : 0)
+
+export const rendezvousScore = (affinity: string, worker: string): string =>
+  createHash("sha1").update(`${affinity}\n${worker}`).digest("hex")
+
+export interface PlacementChoice {
+  /** Candidates ordered by worker id. */
+  readonly candidates: ReadonlyArray<Candidate>
+  readonly caller: string | undefined
+  readonly affinity: string
+  readonly balanceFactor: number
+  readonly r1: number
+  readonly r2: number
+}
+
+const preferred = (choice: PlacementChoice): Candidate => {
+  const byCaller = choice.candidates.find((c) => c.worker === choice.caller)
+  if (byCaller !== undefined) return byCaller
+  let best = choice.candidates[0]!
+  let bestScore = rendezvousScore(choice.affinity, best.worker)
+  for (const candidate of choice.candidates.slice(1)) {
+    const score = rendezvousScore(choice.affinity, candidate.worker)
+    if (score > bestScore) {
+      best = candidate
+      bestScore = score
+    }
+  }
+  return best
+}
+
+const twoRandom = (choice: PlacementChoice): Candidate => {
+  const n = choice.candidates.length
+  if (n === 1) return choice.candidates[0]!
+  const i = Math.floor(choice.r1 * n)
+  let j = Math.floor(choice.r2 * (n - 1))
+  if (j >= i) j += 1
+  const first = choice.candidates[i]!
+  const second = choice.candidates[j]!
+  return second.headroom > first.headroom ? second : first
+}
+
+/** The worker a new placement goes to; undefined when there are no candidates. */
+export const choosePlacement = (choice: PlacementChoice): string | undefined => {
+  if (choice.candidates.length === 0) return undefined
+  let sum = 0
+  for (const candidate of choice.candidates) sum += candidate.headroom
+  const mean = sum / choice.candidates.length
+  const pick = preferred(choice)
+  return pick.headroom >= mean / choice.balanceFactor ? pick.worker : twoRandom(choice).worker
+}

@@ -1,0 +1,91 @@
+-- DESIGN 5 in one atomic call.
+-- ARGV: T, now, leaseMs, minLeaseLeftMs, balanceFactor, nackThreshold, nackWindowMs,
+--       env, namespace, id, hostname, caller ("" for none), affinity, r1, r2, excluded...
+-- Answers {"placed", worker, advertiseUrl, epoch, "0"|"1"}, {"unknown"}, {"cold", retryAfterMs}, {"none"}.
+local leaseMs = tonumber(ARGV[3])
+local minLeaseLeft = tonumber(ARGV[4])
+local balanceFactor = tonumber(ARGV[5])
+local nackThreshold = tonumber(ARGV[6])
+local nackWindowMs = tonumber(ARGV[7])
+local env, namespace, id, hostname = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+local caller, affinity = ARGV[12], ARGV[13]
+local r1, r2 = tonumber(ARGV[14]), tonumber(ARGV[15])
+
+touch()
+local mk = env .. "|" .. namespace
+if redis.call("SISMEMBER", T .. ":ns", mk) == 0 then return { "unknown" } end
+
+local rk = mk .. "|" .. id
+local pkey = T .. ":p:" .. rk
+local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd")
+if row[1] then
+  if rowLive(row[1], row[2], row[4]) then
+    return { "placed", row[1], redis.call("HGET", T .. ":w:" .. row[1], "url"), row[3], "0" }
+  end
+  deleteRow(rk, row[1])
+end
+
+local coldUntil = tonumber(redis.call("GET", T .. ":cold")) + leaseMs
+if now < coldUntil then return { "cold", coldUntil - now } end
+
+local excluded = {}
+for i = 16, #ARGV do excluded[ARGV[i]] = true end
+local candidates = {}
+-- ZRANGE of an all-zero-score set is in byte order of the worker ids.
+for _, worker in ipairs(redis.call("ZRANGE", T .. ":m:" .. mk, 0, -1)) do
+  local w = redis.call("HMGET", T .. ":w:" .. worker, "lease", "draining", "degraded", "nackStart", "nackCount", "headroom")
+  if w[1] and tonumber(w[1]) - now >= minLeaseLeft and w[2] ~= "1" and w[3] ~= "1"
+      and not nackDegraded(w[4], w[5], nackThreshold, nackWindowMs) and not excluded[worker] then
+    candidates[#candidates + 1] = { worker = worker, headroom = tonumber(w[6]) }
+  end
+end
+local n = #candidates
+if n == 0 then return { "none" } end
+
+-- Compares two sha1 hex digests without locale-dependent string ordering.
+local function hexGreater(a, b)
+  for i = 1, 40, 10 do
+    local x, y = tonumber(string.sub(a, i, i + 9), 16), tonumber(string.sub(b, i, i + 9), 16)
+    if x ~= y then return x > y end
+  end
+  return false
+end
+
+local sum = 0
+for i = 1, n do sum = sum + candidates[i].headroom end
+local mean = sum / n
+
+local pick = nil
+for i = 1, n do
+  if candidates[i].worker == caller then pick = candidates[i] end
+end
+if not pick then
+  local bestScore = nil
+  for i = 1, n do
+    local score = redis.sha1hex(affinity .. "\n" .. candidates[i].worker)
+    if not pick or hexGreater(score, bestScore) then
+      pick, bestScore = candidates[i], score
+    end
+  end
+end
+
+local chosen = pick
+if pick.headroom < mean / balanceFactor then
+  if n == 1 then
+    chosen = candidates[1]
+  else
+    local i = math.floor(r1 * n)
+    local j = math.floor(r2 * (n - 1))
+    if j >= i then j = j + 1 end
+    local first, second = candidates[i + 1], candidates[j + 1]
+    if second.headroom > first.headroom then chosen = second else chosen = first end
+  end
+end
+
+redis.call("INCR", T .. ":epoch")
+local epoch = redis.call("GET", T .. ":epoch")
+local owner = redis.call("HMGET", T .. ":w:" .. chosen.worker, "inc", "url")
+redis.call("HSET", pkey, "env", env, "ns", namespace, "id", id, "worker", chosen.worker, "inc", owner[1],
+  "epoch", epoch, "placedAt", nowText, "host", hostname, "tag", "", "wd", "0")
+redis.call("SADD", T .. ":r:" .. chosen.worker, rk)
+return { "placed", chosen.worker, owner[2], epoch, "1" }

@@ -1,0 +1,231 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Either, FastCheck as fc } from "effect"
+import {
+  type Address,
+  type AddressError,
+  formatAddress,
+  ID_PATTERN,
+  idError,
+  isValidId,
+  isValidNamespace,
+  MAX_ID_LENGTH,
+  NAMESPACE_PATTERN,
+  parseAddress
+} from "../src/Address.js"
+import { APPLICATION_JSON, TEXT_PLAIN } from "../src/Errors.js"
+
+const parsed = (url: string): Address => {
+  const result = parseAddress(url)
+  if (Either.isLeft(result)) throw new Error(`expected ${url} to parse, got ${result.left._tag}`)
+  return result.right
+}
+
+const rejected = (url: string): AddressError => {
+  const result = parseAddress(url)
+  if (Either.isRight(result)) throw new Error(`expected ${url} to be rejected, got ${JSON.stringify(result.right)}`)
+  return result.left
+}
+
+const tagOf = (url: string): string => rejected(url)._tag
+
+const ALLOWED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-"
+const allowedChar = fc.constantFrom(...ALLOWED.split(""))
+const nameOf = (max: number) => fc.array(allowedChar, { minLength: 1, maxLength: max }).map((cs) => cs.join(""))
+
+const namespaceArb = nameOf(128).map((n) => `/${n}`)
+const idArb = fc.oneof(nameOf(16), nameOf(MAX_ID_LENGTH))
+// Raw bytes a client may send after the id: anything but `?` (which starts the query).
+const restArb = fc.oneof(
+  fc.constant(""),
+  fc.string({ unit: "binary" }).map((s) => `/${s.replaceAll("?", "%3F")}`),
+  fc.array(fc.constantFrom("a", "/", "%2F", "%", "..", ".", "~", " ", "#", "é")).map((p) => `/${p.join("")}`)
+)
+const queryArb = fc.oneof(
+  fc.constant(""),
+  fc.string({ unit: "binary" }).map((s) => `?${s}`),
+  fc.array(fc.constantFrom("/", "?", "=", "&", "%2F", "a", "#")).map((p) => `?${p.join("")}`)
+)
+
+describe("parseAddress", () => {
+  it("splits the seed example", () => {
+    expect(parsed("/threads/t_8f2a/stream?x=1")).toStrictEqual({
+      namespace: "/threads",
+      id: "t_8f2a",
+      rest: "/stream",
+      query: "?x=1"
+    })
+  })
+
+  it("allows no rest and no query", () => {
+    expect(parsed("/threads/t_8f2a")).toStrictEqual({ namespace: "/threads", id: "t_8f2a", rest: "", query: "" })
+    expect(parsed("/threads/t_8f2a/")).toStrictEqual({ namespace: "/threads", id: "t_8f2a", rest: "/", query: "" })
+    expect(parsed("/threads/t_8f2a?")).toStrictEqual({ namespace: "/threads", id: "t_8f2a", rest: "", query: "?" })
+  })
+
+  it("keeps rest and query byte for byte", () => {
+    expect(parsed("/ns/id/a//b/%2F/../c?x=%2F&y=/z?w#f")).toStrictEqual({
+      namespace: "/ns",
+      id: "id",
+      rest: "/a//b/%2F/../c",
+      query: "?x=%2F&y=/z?w#f"
+    })
+  })
+
+  it("takes the query from the first ?, even where it looks like a path", () => {
+    expect(parsed("/ns/id?/other/path")).toStrictEqual({ namespace: "/ns", id: "id", rest: "", query: "?/other/path" })
+    expect(tagOf("/ns?/id")).toBe("UnknownNamespace")
+    expect(tagOf("/ns/?id")).toBe("UnknownNamespace")
+  })
+
+  it("accepts every id character and is case-sensitive", () => {
+    expect(parsed(`/Ns/${ALLOWED}`)).toMatchObject({ namespace: "/Ns", id: ALLOWED })
+    expect(parsed("/threads/ABC").id).not.toBe(parsed("/threads/abc").id)
+    expect(parsed("/Threads/x").namespace).toBe("/Threads")
+    expect(parsed("/./..")).toMatchObject({ namespace: "/.", id: ".." })
+    expect(parsed("/../.")).toMatchObject({ namespace: "/..", id: "." })
+  })
+
+  it("accepts absolute-form targets by dropping scheme and authority", () => {
+    expect(parsed("http://localhost:8080/threads/t_8f2a/stream?x=1")).toStrictEqual({
+      namespace: "/threads",
+      id: "t_8f2a",
+      rest: "/stream",
+      query: "?x=1"
+    })
+    expect(parsed("HTTPS://user@example.com/ns/id")).toMatchObject({ namespace: "/ns", id: "id" })
+    expect(tagOf("http://host")).toBe("UnknownNamespace")
+    expect(tagOf("http://host?/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("http://host/ns")).toBe("UnknownNamespace")
+    expect(tagOf("http://host/ns//x")).toBe("IdEmpty")
+  })
+
+  describe("no id segment: unknown namespace", () => {
+    for (const url of ["/ns", "/ns/", "/ns?x=1", "/ns/?x=1", "/", "", "*", "//", "example.com:443", "ns/id", "1http://h/ns/id"]) {
+      it(JSON.stringify(url), () => {
+        expect(tagOf(url)).toBe("UnknownNamespace")
+      })
+    }
+  })
+
+  it("an empty id segment is IdEmpty", () => {
+    expect(tagOf("/ns//x")).toBe("IdEmpty")
+    expect(tagOf("/ns//")).toBe("IdEmpty")
+    expect(tagOf("/ns//?x")).toBe("IdEmpty")
+  })
+
+  it("limits ids to 256 characters", () => {
+    expect(parsed(`/ns/${"a".repeat(256)}/r`).id).toHaveLength(256)
+    expect(tagOf(`/ns/${"a".repeat(257)}`)).toBe("IdTooLong")
+    expect(tagOf(`/ns/${"a".repeat(257)}/r?q`)).toBe("IdTooLong")
+  })
+
+  it("rejects characters outside [A-Za-z0-9._~-], % included (ids are not decoded)", () => {
+    for (const id of ["a%20b", "%41", "a b", "a+b", "a:b", "a@b", "a#b", "é", "a\u0000", "a!", "a*", "a=b", "a;b", "\u{1F600}"]) {
+      expect(tagOf(`/ns/${id}/rest`), id).toBe("IdBadCharacters")
+    }
+  })
+
+  it("checks empty, then length, then characters", () => {
+    expect(tagOf(`/ns/${"%".repeat(257)}`)).toBe("IdTooLong")
+    expect(tagOf(`/ns/${"%".repeat(256)}`)).toBe("IdBadCharacters")
+  })
+
+  it("checks the id before the namespace name", () => {
+    // A first segment no worker could register is only reported once the id is valid.
+    expect(tagOf("/bad%ns//x")).toBe("IdEmpty")
+    expect(tagOf(`/${"n".repeat(129)}/${"a".repeat(257)}`)).toBe("IdTooLong")
+    expect(tagOf("//a%b")).toBe("IdBadCharacters")
+    expect(tagOf("/bad%ns/x")).toBe("UnknownNamespace")
+    expect(tagOf("//x")).toBe("UnknownNamespace")
+    expect(tagOf(`/${"n".repeat(129)}/x`)).toBe("UnknownNamespace")
+    expect(parsed(`/${"n".repeat(128)}/x`).namespace).toHaveLength(129)
+  })
+
+  it("replies exactly as the seed's error table", () => {
+    expect(rejected("/ns//x").reply).toStrictEqual({ status: 400, contentType: TEXT_PLAIN, body: "id must be non-empty" })
+    expect(rejected(`/ns/${"a".repeat(257)}`).reply).toStrictEqual({
+      status: 400,
+      contentType: TEXT_PLAIN,
+      body: "id must be at most 256 characters"
+    })
+    expect(rejected("/ns/a%20b").reply).toStrictEqual({
+      status: 400,
+      contentType: TEXT_PLAIN,
+      body: "id must contain only [A-Za-z0-9._~-]"
+    })
+    expect(rejected("/ns").reply).toStrictEqual({
+      status: 404,
+      contentType: APPLICATION_JSON,
+      body: `{"error":"unknown namespace"}`
+    })
+  })
+
+  it.prop("round-trips valid addresses exactly", [namespaceArb, idArb, restArb, queryArb], ([namespace, id, rest, query]) => {
+    const address: Address = { namespace, id, rest, query }
+    const url = formatAddress(address)
+    expect(url).toBe(namespace + "/" + id + rest + query)
+    expect(parsed(url)).toStrictEqual(address)
+    expect(parsed(`http://example.com:8080${url}`)).toStrictEqual(address)
+  })
+
+  it.prop(
+    "rejects any id with a character outside the set",
+    [nameOf(8), fc.string({ maxLength: 100 }), fc.string({ minLength: 1, maxLength: 1, unit: "binary" }), fc.string({ maxLength: 100 })],
+    ([ns, before, bad, after]) => {
+      fc.pre(!ALLOWED.includes(bad) && bad !== "/" && bad !== "?")
+      const id = (before + bad + after).replace(/[/?]/g, "")
+      fc.pre(id.length <= MAX_ID_LENGTH)
+      expect(tagOf(`/${ns}/${id}/rest?q`)).toBe("IdBadCharacters")
+      expect(idError(id)?._tag).toBe("IdBadCharacters")
+      expect(isValidId(id)).toBe(false)
+    }
+  )
+
+  it.prop("never throws, and a success reassembles the path", [fc.string({ unit: "binary", maxLength: 400 })], ([url]) => {
+    const result = parseAddress(url)
+    if (Either.isRight(result)) {
+      const a = result.right
+      if (url.startsWith("/")) expect(formatAddress(a)).toBe(url)
+      else expect(url.endsWith(formatAddress(a))).toBe(true)
+      expect(isValidNamespace(a.namespace)).toBe(true)
+      expect(isValidId(a.id)).toBe(true)
+      expect(a.rest === "" || a.rest.startsWith("/")).toBe(true)
+      expect(a.query === "" || a.query.startsWith("?")).toBe(true)
+      expect(a.rest.includes("?")).toBe(false)
+    }
+  })
+
+  it.prop(
+    "also never throws on path-shaped noise",
+    [fc.array(fc.constantFrom("/", "?", "%", "a", "Z", "", ".", ":", "http://", "#", " "), { maxLength: 40 })],
+    ([parts]) => {
+      const url = parts.join("")
+      const result = parseAddress(url)
+      if (Either.isRight(result)) expect(url.endsWith(formatAddress(result.right))).toBe(true)
+    }
+  )
+})
+
+describe("id and namespace predicates", () => {
+  it.prop("isValidId agrees with ID_PATTERN", [fc.oneof(idArb, fc.string({ maxLength: 300, unit: "binary" }))], ([id]) => {
+    expect(isValidId(id)).toBe(ID_PATTERN.test(id))
+    expect(idError(id) === undefined).toBe(ID_PATTERN.test(id))
+  })
+
+  it.prop(
+    "isValidNamespace agrees with NAMESPACE_PATTERN",
+    [fc.oneof(namespaceArb, fc.string({ maxLength: 140, unit: "binary" }))],
+    ([ns]) => {
+      expect(isValidNamespace(ns)).toBe(NAMESPACE_PATTERN.test(ns))
+    }
+  )
+
+  it("idError follows the check order", () => {
+    expect(idError("")?._tag).toBe("IdEmpty")
+    expect(idError("%".repeat(257))?._tag).toBe("IdTooLong")
+    expect(idError("%")?._tag).toBe("IdBadCharacters")
+    expect(idError("t_8f2a")).toBeUndefined()
+    expect(isValidNamespace("threads")).toBe(false)
+    expect(isValidNamespace("/threads")).toBe(true)
+  })
+})

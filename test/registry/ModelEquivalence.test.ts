@@ -1,0 +1,197 @@
+// Model-based test: random operation sequences run against the embedded registry and a real
+// redis-server side by side. Every answer must be equal, and the invariants of routing.md
+// and DESIGN 3 to 5 must hold throughout.
+import { Effect, FastCheck as fc } from "effect"
+import type { Redis } from "ioredis"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { RegistryBackend } from "../../src/registry/Backend.js"
+import { bucketOf } from "../../src/registry/Bucket.js"
+import { memberKey, rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
+import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
+import { byWorkerId, choosePlacement, isPlaceable } from "../../src/registry/Placement.js"
+import { connect, redisBackend, wipeBucket } from "../support/RedisBackend.js"
+import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
+
+const BUCKETS = 3
+const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }
+const WORKERS = ["w-a", "w-b", "w-c", "w-d"]
+const NAMESPACES = ["/n1", "/n2"]
+const IDS = ["x", "y", "z", "q", "r"]
+const HEADROOMS = [0, 1, 1.5, 2.5, 4, 6, 10, 0.1 + 0.2, 1e-9, 7]
+
+type Cmd =
+  | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean }
+  | { readonly op: "heartbeat"; readonly worker: string; readonly stale: boolean; readonly headroom: number; readonly draining: boolean; readonly degraded: boolean }
+  | { readonly op: "deregister"; readonly worker: string; readonly stale: boolean }
+  | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number }
+  | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean }
+  | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string }
+  | { readonly op: "nack"; readonly worker: string }
+  | { readonly op: "advance"; readonly ms: number }
+  | { readonly op: "wipe"; readonly bucket: number }
+  | { readonly op: "sweep" | "workers" }
+  | { readonly op: "placement"; readonly namespace: string; readonly id: string }
+
+/** Most runs start from a registered fleet past its cold start. */
+const FLEET: ReadonlyArray<Cmd> = [
+  { op: "register", worker: "w-a", namespaces: ["/n1", "/n2"], headroom: 1, draining: false },
+  { op: "register", worker: "w-b", namespaces: ["/n1"], headroom: 2.5, draining: false },
+  { op: "register", worker: "w-c", namespaces: ["/n1", "/n2"], headroom: 0.1 + 0.2, draining: false },
+  { op: "advance", ms: 1600 },
+  ...["w-a", "w-b", "w-c"].map((worker): Cmd => ({ op: "heartbeat", worker, stale: false, headroom: 1, draining: false, degraded: false })),
+  { op: "advance", ms: 1500 },
+  ...[["w-a", 0], ["w-b", 5], ["w-c", 0.3]].map(([worker, headroom]): Cmd => ({ op: "heartbeat", worker: worker as string, stale: false, headroom: headroom as number, draining: false, degraded: false }))
+]
+
+const worker = fc.constantFrom(...WORKERS)
+const namespace = fc.constantFrom(...NAMESPACES)
+const id = fc.constantFrom(...IDS)
+const rarely = fc.constantFrom(false, false, false, false, true)
+const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
+const command: fc.Arbitrary<Cmd> = fc.oneof(
+  { arbitrary: fc.record({ op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: fc.option(worker, { nil: undefined }), excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit }), weight: 8 },
+  fc.record({ op: fc.constant("register" as const), worker, namespaces: fc.subarray(NAMESPACES, { minLength: 1 }), headroom: fc.constantFrom(...HEADROOMS), draining: rarely }),
+  { arbitrary: fc.record({ op: fc.constant("heartbeat" as const), worker, stale: rarely, headroom: fc.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
+  fc.record({ op: fc.constant("deregister" as const), worker, stale: fc.boolean() }),
+  fc.record({ op: fc.constantFrom("release" as const, "windDown" as const), namespace, id, stale: fc.boolean() }),
+  fc.record({ op: fc.constant("tag" as const), namespace, id, stale: fc.boolean(), tag: fc.string({ maxLength: 8 }) }),
+  fc.record({ op: fc.constant("nack" as const), worker }),
+  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 200, 500, 999, 1000, 1999, 2000, 3000, 6001) }), weight: 4 },
+  { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
+  fc.record({ op: fc.constantFrom("sweep" as const, "workers" as const) }),
+  fc.record({ op: fc.constant("placement" as const), namespace, id })
+)
+
+/** What the test knows from earlier answers: incarnations and epochs it was told. */
+interface Knowledge {
+  readonly incarnations: Map<string, string>
+  readonly epochs: Map<string, string>
+  readonly maxEpoch: Map<string, bigint>
+  serial: number
+}
+
+const keyOf = (cmd: { namespace: string; id: string }): PlacementKey => ({ env: "", namespace: cmd.namespace, id: cmd.id })
+const run = <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(effect)
+
+const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Knowledge, incarnation: string): Promise<unknown> => {
+  switch (cmd.op) {
+    case "register":
+      return run(backend.register(now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: cmd.namespaces.map((ns) => ({ namespace: ns, hostname: "", env: "" })), headroom: cmd.headroom, draining: cmd.draining }))
+    case "heartbeat": {
+      const answers = await run(backend.heartbeat(now, { worker: cmd.worker, incarnation: cmd.stale ? "stale" : known.incarnations.get(cmd.worker) ?? "none", headroom: cmd.headroom, draining: cmd.draining, degraded: cmd.degraded }))
+      return answers.map((a) => (a._tag === "Renewed" ? { ...a, windDown: [...a.windDown].sort((x, y) => (rowKey(x) < rowKey(y) ? -1 : 1)) } : a))
+    }
+    case "deregister":
+      return run(backend.deregister(now, cmd.worker, cmd.stale ? "stale" : known.incarnations.get(cmd.worker) ?? "none"))
+    case "resolve":
+      return run(backend.resolve(bucketOf("", cmd.namespace, cmd.id, BUCKETS), now, { ...keyOf(cmd), hostname: "", caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }))
+    case "release":
+    case "windDown":
+    case "tag": {
+      const bucket = bucketOf("", cmd.namespace, cmd.id, BUCKETS)
+      const epoch = cmd.stale ? "1" : known.epochs.get(rowKey(keyOf(cmd))) ?? "1"
+      if (cmd.op === "release") return run(backend.release(bucket, now, keyOf(cmd), epoch))
+      if (cmd.op === "tag") return run(backend.tag(bucket, now, keyOf(cmd), epoch, cmd.tag))
+      return run(backend.beginWindDown(bucket, now, keyOf(cmd), epoch))
+    }
+    case "nack":
+      return run(backend.nack(now, cmd.worker))
+    case "sweep":
+      return run(backend.sweep(now))
+    case "workers":
+      return run(backend.workers(now))
+    case "placement":
+      return run(backend.placement(bucketOf("", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd)))
+    case "advance":
+    case "wipe":
+      return undefined
+  }
+}
+
+/** The invariants of a resolve answer, judged on the embedded bucket's state before the call. */
+const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number, known: Knowledge, answer: unknown, before: { coldSince: number | undefined; liveOwner: { worker: string; epoch: string } | undefined; expected: string | undefined }) => {
+  const outcome = answer as { _tag: string; worker: string; epoch: string; isNew: boolean }
+  if (outcome._tag !== "Placed") return
+  const key = rowKey(keyOf(cmd))
+  const epoch = BigInt(outcome.epoch)
+  if (outcome.isNew) {
+    // No two live owners: a new placement only where none was live.
+    expect(before.liveOwner).toBeUndefined()
+    // Epochs strictly increase per id across placements and wipes.
+    expect(epoch > (known.maxEpoch.get(key) ?? 0n)).toBe(true)
+    // No new placement in cold start.
+    expect(before.coldSince === undefined || now >= before.coldSince + policy.leaseMs).toBe(true)
+    // The choice DESIGN 5 prescribes, among placeable workers only.
+    expect(outcome.worker).toBe(before.expected)
+  } else {
+    expect(before.liveOwner).toEqual({ worker: outcome.worker, epoch: outcome.epoch })
+  }
+  known.maxEpoch.set(key, epoch > (known.maxEpoch.get(key) ?? 0n) ? epoch : known.maxEpoch.get(key)!)
+  known.epochs.set(key, outcome.epoch)
+  void memory
+}
+
+const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number) => {
+  const state = memory.inspect(bucketOf("", cmd.namespace, cmd.id, BUCKETS))
+  const row = state.rows.get(rowKey(keyOf(cmd)))
+  const owner = row && state.workers.get(row.worker)
+  const live = row !== undefined && owner !== undefined && owner.incarnation === row.incarnation && owner.leaseExpiresAt > now && (row.windDownAt === 0 || row.windDownAt > now)
+  const candidates = [...(state.members.get(memberKey("", cmd.namespace)) ?? [])]
+    .map((w) => state.workers.get(w)!)
+    .filter((record) => isPlaceable(record, now, policy, cmd.excluded))
+    .map((record) => ({ worker: record.worker, headroom: record.headroom }))
+    .sort(byWorkerId)
+  return {
+    coldSince: state.coldSince,
+    liveOwner: live ? { worker: row.worker, epoch: row.epoch } : undefined,
+    expected: choosePlacement({ candidates, caller: cmd.caller, affinity: cmd.affinity, balanceFactor: policy.balanceFactor, r1: cmd.r1, r2: cmd.r2 })
+  }
+}
+
+describe("registry model: embedded vs Redis", () => {
+  let server: RedisServer
+  let client: Redis
+  let runs = 0
+
+  beforeAll(async () => {
+    server = await startRedisServer()
+    client = await connect(server.port)
+  })
+  afterAll(async () => {
+    client?.disconnect()
+    await server?.stop()
+  })
+
+  it("answers equally at every step and keeps the invariants", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(true, true, true, false), fc.array(command, { minLength: 5, maxLength: 100 }), async (fleet, random) => {
+        const cmds = fleet ? [...FLEET, ...random] : random
+        const prefix = `m${runs++}`
+        const memory = makeMemoryBackend(BUCKETS, policy)
+        const redis = redisBackend(client, prefix, BUCKETS, policy)
+        const known: Knowledge = { incarnations: new Map(), epochs: new Map(), maxEpoch: new Map(), serial: 0 }
+        let now = 1_700_000_000_000
+        for (const cmd of cmds) {
+          now += 1
+          if (cmd.op === "advance") {
+            now += cmd.ms
+            continue
+          }
+          if (cmd.op === "wipe") {
+            memory.wipe(cmd.bucket)
+            await wipeBucket(client, prefix, cmd.bucket)
+            continue
+          }
+          const incarnation = `inc${known.serial++}`
+          const before = cmd.op === "resolve" ? snapshotBefore(memory, cmd, now) : undefined
+          const expected = await apply(memory, cmd, now, known, incarnation)
+          const actual = await apply(redis, cmd, now, known, incarnation)
+          expect(actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(expected)
+          if (cmd.op === "register") known.incarnations.set(cmd.worker, incarnation)
+          if (cmd.op === "resolve") checkResolve(memory, cmd, now, known, expected, before!)
+        }
+      }),
+      { numRuns: 300 }
+    )
+  }, 240_000)
+})
