@@ -73,6 +73,14 @@ export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>
   }
 }
 
+// --- Forwarding (seed "Errors") ---
+
+export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", { cause: Schema.optional(Schema.Defect) }) {
+  get reply(): Reply {
+    return text(502, "bad gateway")
+  }
+}
+
 // --- Registry API (DESIGN 4) ---
 
 export class InvalidDeploymentToken extends Schema.TaggedError<InvalidDeploymentToken>()(
@@ -84,7 +92,7 @@ export class InvalidDeploymentToken extends Schema.TaggedError<InvalidDeployment
   }
 }
 
-export class InvalidBody extends Schema.TaggedError<InvalidBody>()("InvalidBody", { problem: Schema.String }) {
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", { problem: Schema.String }) {
   get reply(): Reply {
     return json(400, this.problem)
   }
@@ -120,6 +128,14 @@ export class NotPlaced extends Schema.TaggedError<NotPlaced>()("NotPlaced", {}) 
   }
 }
 
+// --- Probes (DESIGN 9) ---
+
+export class NotReady extends Schema.TaggedError<NotReady>()("NotReady", { reason: Schema.String }) {
+  get reply(): Reply {
+    return json(503, "not ready")
+  }
+}
+
 // --- Anything else is a defect ---
 
 export const internalError: Reply = json(500, "internal error")
@@ -133,13 +149,15 @@ export const catalogue = [
   RegistryColdStart,
   NoLiveBackends,
   RegistryUnavailable,
+  BadGateway,
   InvalidDeploymentToken,
-  InvalidBody,
+  InvalidRequest,
   BodyTooLarge,
   RouteNotFound,
   MethodNotAllowed,
   LeaseLost,
-  NotPlaced
+  NotPlaced,
+  NotReady
 ] as const
 
 export type CatalogueError = InstanceType<(typeof catalogue)[number]>

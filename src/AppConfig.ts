@@ -1,0 +1,5 @@
+import { Context } from "effect"
+import type { PinboardConfig } from "./Config.js"
+
+/** The validated configuration, for the services and handlers that read it. */
+export class AppConfig extends Context.Tag("pinboard/Config")<AppConfig, PinboardConfig>() {}

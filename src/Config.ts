@@ -1,0 +1,69 @@
+// Pinboard's configuration (DESIGN 2, 6): environment > JSON file > defaults,
+// validated by one Schema. An invalid value is a ConfigInvalid whose message names
+// the field or variable and what was expected; main prints it and exits with 2.
+// Options and variables: docs/config.md.
+import { readFileSync } from "node:fs"
+import { Effect, Schema } from "effect"
+import { describeParseError } from "./config/Messages.js"
+import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
+import { type ConfigFileArgument, configFileArgument, type Env, isPlainObject, overlayEnv } from "./config/Sources.js"
+
+export type { AffinityKey } from "./config/Fields.js"
+export type { ApiKeyProviderConfig, JwtProviderConfig, NamespaceRule, ProviderConfig } from "./config/Auth.js"
+export { type PinboardConfig, type PinboardConfigFile, PinboardConfigSchema } from "./config/Schema.js"
+export { ENV_VARS } from "./config/Sources.js"
+
+export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", { message: Schema.String }) {}
+
+const readConfigFile = (arg: ConfigFileArgument): Effect.Effect<Record<string, unknown>, ConfigInvalid> => {
+  switch (arg._tag) {
+    case "None":
+      return Effect.succeed({})
+    case "Missing":
+      return new ConfigInvalid({ message: "--config: expected a file path" })
+  }
+  const file = `config file ${JSON.stringify(arg.path)} (from ${arg.from})`
+  return Effect.try({
+    try: () => readFileSync(arg.path, "utf8"),
+    catch: (e) => new ConfigInvalid({ message: `${file}: cannot read it (${errorText(e)})` })
+  }).pipe(
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: (): unknown => JSON.parse(text),
+        catch: (e) => new ConfigInvalid({ message: `${file}: invalid JSON (${errorText(e)})` })
+      })
+    ),
+    Effect.filterOrFail(isPlainObject, () => new ConfigInvalid({ message: `${file}: expected a JSON object` }))
+  )
+}
+
+const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+const decode = Schema.decodeUnknown(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
+
+export const loadConfig: (input: {
+  readonly argv: ReadonlyArray<string>
+  readonly env: Env
+}) => Effect.Effect<PinboardConfig, ConfigInvalid> = Effect.fn("Config.load")(function*({ argv, env }) {
+  const file = yield* readConfigFile(configFileArgument(argv, env))
+  const { input, sources } = overlayEnv(file, env)
+  return yield* decode(input).pipe(
+    Effect.mapError((error) => new ConfigInvalid({ message: describeParseError(error, input, sources) }))
+  )
+})
+
+/** How takeover works in an env (DESIGN 5 step 2): `wind_down` unless `envs.<env>.takeover` says otherwise. */
+export const takeoverOf = (config: PinboardConfig, env: string): "wind_down" | "deny" =>
+  config.envs[env]?.takeover ?? "wind_down"
+
+/**
+ * Defaults with token "test-token", for other modules' tests. Overriding `leaseMs`
+ * without `nack` moves `nack.windowMs` along, as the real default does.
+ */
+export const configForTests = (overrides: Partial<PinboardConfig> = {}): PinboardConfig => {
+  const defaults = Schema.decodeUnknownSync(PinboardConfigSchema)({ token: "test-token" })
+  const config = { ...defaults, ...overrides }
+  return overrides.leaseMs !== undefined && overrides.nack === undefined
+    ? { ...config, nack: { ...config.nack, windowMs: overrides.leaseMs } }
+    : config
+}

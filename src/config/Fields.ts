@@ -1,0 +1,119 @@
+// Field schemas of the configuration (DESIGN 2). Each carries the "expected …"
+// half of its error message; the loader prefixes the field and appends what it got.
+import { ParseResult, Schema } from "effect"
+
+/** Message annotation for a leaf: also replaces the message of a failing `from` (a string where a number belongs). */
+export const expected = (what: string) => ({
+  message: () => ({ message: `expected ${what}`, override: true })
+})
+
+/** Message annotation for a container: only for the container itself, so nested messages still show. */
+export const expectedShape = (what: string) => ({ message: () => `expected ${what}` })
+
+const isPlainObject = (u: unknown): boolean => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * A struct that first checks it was given an object: a struct whose fields have
+ * defaults is a transformation, and its own message annotation does not reach that
+ * check. (The guard only vouches for "an object"; the struct then checks the rest.)
+ */
+export const objectOf = <A, I>(struct: Schema.Schema<A, I>): Schema.Schema<A, I> =>
+  Schema.compose(
+    Schema.declare((u: unknown): u is I => isPlainObject(u), expectedShape("an object")),
+    struct,
+    { strict: true }
+  )
+
+/** setTimeout keeps its delay in a signed 32-bit integer; a larger one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647
+
+export const integer = (min: number, max: number, what = `an integer from ${min} to ${max}`) =>
+  Schema.Number.pipe(Schema.filter((n) => Number.isInteger(n) && n >= min && n <= max, expected(what)))
+
+export const NonEmptyString = Schema.String.pipe(Schema.filter((s) => s.length > 0, expected("a non-empty string")))
+
+export const Port = integer(1, 65535)
+export const Buckets = integer(1, 16384)
+export const LeaseMs = integer(1000, MAX_TIMER_MS)
+export const PositiveMs = integer(1, MAX_TIMER_MS, `a positive integer of milliseconds (at most ${MAX_TIMER_MS})`)
+export const PositiveInt = integer(1, Number.MAX_SAFE_INTEGER, "a positive integer")
+export const BalanceFactor = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
+)
+export const Flag = Schema.Boolean.annotations(expected("true or false"))
+export const Token = Schema.Redacted(NonEmptyString)
+
+const urlWithProtocol = (s: string, protocols: ReadonlyArray<string>): boolean => {
+  try {
+    return protocols.includes(new URL(s).protocol)
+  } catch {
+    return false
+  }
+}
+
+export const RedisUrl = Schema.String.pipe(
+  Schema.filter((s) => urlWithProtocol(s, ["redis:", "rediss:"]), expected("a redis:// or rediss:// URL"))
+)
+
+const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
+const isHostPort = (s: string): boolean => {
+  const port = HOST_PORT.exec(s)?.[1]
+  return port !== undefined && Number(port) >= 1 && Number(port) <= 65535
+}
+export const HostPort = Schema.String.pipe(Schema.filter(isHostPort, expected("host:port")))
+export const RedisCluster = Schema.Array(HostPort).pipe(
+  Schema.filter((a) => a.length > 0, expectedShape("a non-empty list of host:port"))
+)
+
+// Every Redis key carries the hash tag `{<prefix>:<bucket>}` (DESIGN 3); a brace would break it.
+export const RedisPrefix = Schema.String.pipe(
+  Schema.filter((s) => s.length > 0 && !/[{}]/.test(s), expected("a non-empty string without { or }"))
+)
+
+export const Takeover = Schema.Literal("wind_down", "deny").annotations(expected(`"wind_down" or "deny"`))
+
+/** RFC 9110 token: what a header or cookie name may be made of. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const isToken = (s: string): boolean => TOKEN.test(s)
+
+/** A header name, lowercased as Node presents incoming headers. */
+export const HeaderName = Schema.transform(
+  Schema.String.pipe(Schema.filter(isToken, expected("a header name"))),
+  Schema.String,
+  { strict: true, decode: (s) => s.toLowerCase(), encode: (s) => s }
+)
+export const CookieName = Schema.String.pipe(Schema.filter(isToken, expected("a cookie name")))
+
+export type AffinityKey =
+  | { readonly _tag: "ip" }
+  | { readonly _tag: "header"; readonly name: string }
+  | { readonly _tag: "cookie"; readonly name: string }
+
+const AffinityKeyType = Schema.Union(
+  Schema.TaggedStruct("ip", {}),
+  Schema.TaggedStruct("header", { name: Schema.String }),
+  Schema.TaggedStruct("cookie", { name: Schema.String })
+)
+
+const parseAffinityKey = (s: string): AffinityKey | undefined => {
+  if (s === "ip") return { _tag: "ip" }
+  const colon = s.indexOf(":")
+  const kind = s.slice(0, colon)
+  const name = s.slice(colon + 1)
+  if (colon < 0 || !isToken(name)) return undefined
+  if (kind === "header") return { _tag: "header", name: name.toLowerCase() }
+  if (kind === "cookie") return { _tag: "cookie", name }
+  return undefined
+}
+
+/** `ip`, `header:<name>` (name lowercased) or `cookie:<name>`. */
+export const AffinityKeyFromString = Schema.transformOrFail(Schema.String, AffinityKeyType, {
+  strict: true,
+  decode: (s, _, ast) => {
+    const key = parseAffinityKey(s)
+    return key === undefined
+      ? ParseResult.fail(new ParseResult.Type(ast, s, "expected ip, header:<name> or cookie:<name>"))
+      : ParseResult.succeed(key)
+  },
+  encode: (key) => ParseResult.succeed(key._tag === "ip" ? "ip" : `${key._tag}:${key.name}`)
+}).annotations(expected("ip, header:<name> or cookie:<name>"))

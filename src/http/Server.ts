@@ -1,0 +1,89 @@
+// The node:http server: probes, the registry API, instance requests; graceful shutdown.
+import http, { type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Cause, Effect, Layer, Runtime } from "effect"
+import { AppConfig } from "../AppConfig.js"
+import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
+import { handleInstanceRequest } from "../pipeline/Pipeline.js"
+import type { Registry } from "../registry/Registry.js"
+import { healthz, readyz } from "./Probes.js"
+import { handleRegistry } from "./registry/RegistryApi.js"
+import { writeJson, writeReply } from "./Reply.js"
+
+type Route = "healthz" | "readyz" | "registry" | "instance"
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+const routeOf = (url: string): Route => {
+  const path = pathOf(url)
+  if (path === "/healthz") return "healthz"
+  if (path === "/readyz") return "readyz"
+  if (path === "/registry" || path.startsWith("/registry/")) return "registry"
+  return "instance"
+}
+
+const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
+  req.method === "GET" || req.method === "HEAD" ? answer : new MethodNotAllowed()
+
+/** Every error in a handler's channel carries its catalogue reply; anything else is a defect. */
+const respond = <E extends { readonly reply: Reply }, R>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handler: Effect.Effect<void, E, R>
+): Effect.Effect<void, never, R> =>
+  handler.pipe(
+    Effect.catchAll((error) => Effect.sync(() => writeReply(req, res, error.reply))),
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.void
+        : Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => writeReply(req, res, internalError)))
+    )
+  )
+
+export const ServerLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const runtime = yield* Effect.runtime<Registry | AppConfig>()
+    const run = Runtime.runFork(runtime)
+    let shuttingDown = false
+
+    const handle = (req: IncomingMessage, res: ServerResponse) => {
+      switch (routeOf(req.url ?? "/")) {
+        case "healthz":
+          return respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
+        case "readyz":
+          return respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
+        case "registry":
+          return respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
+        case "instance":
+          return respond(req, res, handleInstanceRequest(req, res))
+      }
+    }
+
+    // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
+    const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+      run(handle(req, res))
+    })
+    yield* Effect.async<void, Error>((resume) => {
+      server.once("error", (error) => resume(Effect.fail(error)))
+      server.listen(config.port, config.host, () => resume(Effect.void))
+    }).pipe(Effect.orDie)
+    const { port } = server.address() as AddressInfo
+    yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
+
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        shuttingDown = true
+        const closed = Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeIdleConnections()
+        })
+        yield* Effect.timeout(closed, config.shutdown.graceMs).pipe(Effect.ignore)
+        server.closeAllConnections()
+      })
+    )
+  })
+)

@@ -1,0 +1,98 @@
+// The registry API's request bodies and path parameters (DESIGN 4), as Schemas whose
+// failures name the field and what was expected.
+import { Either, ParseResult, Schema } from "effect"
+import { InvalidRequest } from "../../Errors.js"
+
+const expected = (what: string) => ({ message: () => `expected ${what}` })
+
+const NAME = /^[A-Za-z0-9._~-]{1,128}$/
+const ID = /^[A-Za-z0-9._~-]{1,256}$/
+
+export const WorkerId = Schema.String.pipe(Schema.pattern(NAME)).annotations(expected("1-128 characters of [A-Za-z0-9._~-]"))
+export const Namespace = Schema.String.pipe(Schema.pattern(/^\/[A-Za-z0-9._~-]{1,128}$/)).annotations(
+  expected('"/" followed by 1-128 characters of [A-Za-z0-9._~-]')
+)
+export const InstanceId = Schema.String.pipe(Schema.pattern(ID)).annotations(expected("1-256 characters of [A-Za-z0-9._~-]"))
+export const Env = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{0,128}$/)).annotations(
+  expected("0-128 characters of [A-Za-z0-9._~-]")
+)
+export const Epoch = Schema.String.pipe(Schema.pattern(/^(0|[1-9][0-9]{0,39})$/)).annotations(
+  expected("an epoch: a decimal string")
+)
+export const Headroom = Schema.Number.pipe(Schema.finite(), Schema.greaterThanOrEqualTo(0)).annotations(
+  expected("a finite number >= 0")
+)
+export const Incarnation = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{1,128}$/)).annotations(
+  expected("an incarnation as returned by register")
+)
+const Flag = Schema.Boolean.annotations(expected("true or false"))
+const Tag = Schema.String.pipe(Schema.filter((s) => Buffer.byteLength(s, "utf8") <= 1024)).annotations(
+  expected("a string of at most 1 KiB")
+)
+
+const isAdvertiseUrl = (s: string): boolean => {
+  if (!URL.canParse(s)) return false
+  const url = new URL(s)
+  return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "" && !s.includes("?") && !s.includes("#")
+}
+export const AdvertiseUrl = Schema.String.pipe(Schema.filter(isAdvertiseUrl)).annotations(
+  expected("an absolute http: or https: URL without query or fragment")
+)
+
+export const RegisterBody = Schema.Struct({
+  worker: WorkerId,
+  advertiseUrl: AdvertiseUrl,
+  namespaces: Schema.Array(Namespace).pipe(Schema.minItems(1), Schema.maxItems(1024)).annotations(
+    expected("a list of 1-1024 namespaces")
+  ),
+  headroom: Headroom,
+  draining: Schema.optionalWith(Flag, { exact: true }),
+  epoch: Schema.optionalWith(Epoch, { exact: true })
+})
+
+export const HeartbeatBody = Schema.Struct({
+  incarnation: Incarnation,
+  headroom: Headroom,
+  draining: Schema.optionalWith(Flag, { exact: true }),
+  degraded: Schema.optionalWith(Flag, { exact: true })
+})
+
+const PlacementFields = {
+  namespace: Namespace,
+  id: InstanceId,
+  epoch: Epoch,
+  env: Schema.optionalWith(Env, { exact: true })
+}
+
+export const ReleaseBody = Schema.Struct(PlacementFields)
+export const TagBody = Schema.Struct({ ...PlacementFields, tag: Tag })
+
+/** The first problem as `<field>: <what was expected>`. */
+const describe = (error: ParseResult.ParseError, subject: string): string => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  if (issue === undefined) return `${subject}: invalid`
+  const field = issue.path.length === 0 ? subject : issue.path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[")
+  const message = issue._tag === "Missing" ? "is required" : issue._tag === "Unexpected" ? "is not a known field" : issue.message
+  return `${field}: ${message}`
+}
+
+const options = { onExcessProperty: "error", errors: "first" } as const
+
+export const decodeBody = <A, I>(schema: Schema.Schema<A, I>, input: unknown): Either.Either<A, InvalidRequest> => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return Either.left(new InvalidRequest({ problem: "body: expected a JSON object" }))
+  }
+  return Either.mapLeft(
+    Schema.decodeUnknownEither(schema, options)(input),
+    (error) => new InvalidRequest({ problem: describe(error, "body") })
+  )
+}
+
+/** Checks one path or query parameter. */
+export const decodeParam = <A>(schema: Schema.Schema<A, string>, name: string, value: string | null): Either.Either<A, InvalidRequest> =>
+  value === null
+    ? Either.left(new InvalidRequest({ problem: `${name}: is required` }))
+    : Either.mapLeft(
+    Schema.decodeUnknownEither(schema)(value),
+    (error) => new InvalidRequest({ problem: describe(error, name) })
+  )

@@ -1,0 +1,147 @@
+// The registry HTTP API (DESIGN 4): deployment token, routes, bodies, answers.
+import type { IncomingMessage } from "node:http"
+import { Effect, type Either, type Schema } from "effect"
+import { AppConfig } from "../../AppConfig.js"
+import type { PinboardConfig } from "../../Config.js"
+import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../../Errors.js"
+import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../../registry/Domain.js"
+import { Registry } from "../../registry/Registry.js"
+import { readJson, REGISTRY_BODY_LIMIT } from "../Body.js"
+import { tokenMatches } from "./DeploymentToken.js"
+import {
+  decodeBody,
+  decodeParam,
+  Env,
+  HeartbeatBody,
+  Incarnation,
+  InstanceId,
+  Namespace,
+  RegisterBody,
+  ReleaseBody,
+  TagBody,
+  WorkerId
+} from "./Bodies.js"
+
+export interface ApiAnswer {
+  readonly status: number
+  readonly json?: unknown
+}
+
+const ok = (json: unknown): ApiAnswer => ({ status: 200, json })
+const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } | { _tag: "Conflict"; current: string | null }): ApiAnswer =>
+  outcome._tag === "Done" ? ok({ [field]: true }) : { status: 409, json: { [field]: false, epoch: outcome.current } }
+
+const fromEither = <A, E>(either: Either.Either<A, E>): Effect.Effect<A, E> => either
+
+const body = <A, I>(req: IncomingMessage, schema: Schema.Schema<A, I>) =>
+  Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => fromEither(decodeBody(schema, input)))
+
+const registrationsOf = (namespaces: ReadonlyArray<string>): ReadonlyArray<NamespaceRegistration> =>
+  namespaces.map((namespace) => ({ namespace, hostname: "", env: "" }))
+
+const workerJson = (config: PinboardConfig) => (view: WorkerView) => ({
+  worker: view.worker,
+  advertiseUrl: view.advertiseUrl,
+  namespaces: config.hostnameAware ? view.namespaces : view.namespaces.map((n) => n.namespace),
+  headroom: view.headroom,
+  leaseExpiresAt: view.leaseExpiresAt,
+  draining: view.draining,
+  degraded: view.degraded,
+  nacks: view.nacks
+})
+
+const placementJson = (view: PlacementView) => ({
+  namespace: view.namespace,
+  id: view.id,
+  env: view.env,
+  worker: view.worker,
+  advertiseUrl: view.advertiseUrl,
+  epoch: view.epoch,
+  tag: view.tag,
+  placedAt: view.placedAt,
+  windDownAt: view.windDownAt === 0 ? null : view.windDownAt,
+  live: view.live
+})
+
+const placementKey = (key: Omit<PlacementKey, "env"> & { readonly env?: string }): PlacementKey => ({ env: key.env ?? "", namespace: key.namespace, id: key.id })
+
+/** `/registry...` requests; the path is already known to start with `/registry`. */
+export const handleRegistry = (req: IncomingMessage) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const registry = yield* Registry
+    if (!tokenMatches(config, req.headers.authorization)) return yield* new InvalidDeploymentToken()
+    const url = new URL(req.url ?? "/", "http://pinboard")
+    const path = url.pathname.split("/").slice(2)
+    const method = req.method ?? "GET"
+    const only = (allowed: string) => (method === allowed ? Effect.void : new MethodNotAllowed())
+
+    switch (path[0]) {
+      case "workers": {
+        if (path.length === 1) {
+          if (method === "GET") return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
+          yield* only("POST")
+          const input = yield* body(req, RegisterBody)
+          return ok(
+            yield* registry.register({
+              worker: input.worker,
+              advertiseUrl: input.advertiseUrl,
+              namespaces: registrationsOf(input.namespaces),
+              headroom: input.headroom,
+              draining: input.draining ?? false
+            })
+          )
+        }
+        const worker = yield* fromEither(decodeParam(WorkerId, "worker", decodeURIComponentSafe(path[1]!)))
+        if (path.length === 2) {
+          yield* only("DELETE")
+          const incarnation = yield* fromEither(decodeParam(Incarnation, "incarnation", url.searchParams.get("incarnation")))
+          yield* registry.deregister(worker, incarnation)
+          return { status: 204 }
+        }
+        if (path.length === 3 && path[2] === "heartbeat") {
+          yield* only("POST")
+          const input = yield* body(req, HeartbeatBody)
+          return ok(
+            yield* registry.heartbeat(worker, {
+              incarnation: input.incarnation,
+              headroom: input.headroom,
+              draining: input.draining ?? false,
+              degraded: input.degraded ?? false
+            })
+          )
+        }
+        return yield* new RouteNotFound()
+      }
+      case "release":
+      case "tag": {
+        if (path.length !== 1) return yield* new RouteNotFound()
+        yield* only("POST")
+        if (path[0] === "release") {
+          const input = yield* body(req, ReleaseBody)
+          return casAnswer("released")(yield* registry.release(placementKey(input), input.epoch))
+        }
+        const input = yield* body(req, TagBody)
+        return casAnswer("tagged")(yield* registry.tag(placementKey(input), input.epoch, input.tag))
+      }
+      case "placements": {
+        if (path.length !== 3) return yield* new RouteNotFound()
+        yield* only("GET")
+        const namespace = yield* fromEither(decodeParam(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`))
+        const id = yield* fromEither(decodeParam(InstanceId, "id", decodeURIComponentSafe(path[2]!)))
+        const env = yield* fromEither(decodeParam(Env, "env", url.searchParams.get("env") ?? ""))
+        return ok(placementJson(yield* registry.placement({ env, namespace, id })))
+      }
+      default:
+        return yield* new RouteNotFound()
+    }
+  })
+
+/** A path segment as the client meant it; a malformed escape is left as is (and fails the format check). */
+const decodeURIComponentSafe = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}

@@ -1,0 +1,28 @@
+// The affinity value that rendezvous placement hashes (DESIGN 2 `affinity.key`, DESIGN 5).
+import type { IncomingMessage } from "node:http"
+import type { AffinityKey } from "../Config.js"
+import { peerAddress } from "../proxy/Headers.js"
+
+const cookieValue = (header: string | undefined, name: string): string | undefined => {
+  if (header === undefined) return undefined
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=")
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return undefined
+}
+
+/** The configured header or cookie, falling back to the client IP when the request has none. */
+export const affinityOf = (req: IncomingMessage, key: AffinityKey): string => {
+  const ip = peerAddress(req.socket.remoteAddress)
+  switch (key._tag) {
+    case "ip":
+      return ip
+    case "header": {
+      const value = req.headers[key.name]
+      return (Array.isArray(value) ? value[0] : value) ?? ip
+    }
+    case "cookie":
+      return cookieValue(req.headers.cookie, key.name) ?? ip
+  }
+}

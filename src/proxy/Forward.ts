@@ -1,0 +1,52 @@
+// Streams one request to its worker and the response back (seed "Request body", "Response").
+import http, { type IncomingMessage, type ServerResponse } from "node:http"
+import https from "node:https"
+import { Effect } from "effect"
+import type { Address } from "../Address.js"
+import { BadGateway } from "../Errors.js"
+import type { Placement } from "../registry/Registry.js"
+import { forwardRequestHeaders, peerAddress, relayResponseHeaders } from "./Headers.js"
+
+const agents = {
+  "http:": new http.Agent({ keepAlive: true }),
+  "https:": new https.Agent({ keepAlive: true })
+}
+
+/** advertiseUrl (with its path prefix) plus the raw path and query, byte for byte (DESIGN 9). */
+const targetOf = (advertiseUrl: string, address: Address) => {
+  const base = new URL(advertiseUrl)
+  const prefix = base.pathname.endsWith("/") ? base.pathname.slice(0, -1) : base.pathname
+  return { base, path: `${prefix}${address.namespace}/${address.id}${address.rest}${address.query}` }
+}
+
+export const forward = (req: IncomingMessage, res: ServerResponse, address: Address, placement: Placement) =>
+  Effect.async<void, BadGateway>((resume) => {
+    const { base, path } = targetOf(placement.advertiseUrl, address)
+    const client = base.protocol === "https:" ? https : http
+    const upstream = client.request({
+      protocol: base.protocol,
+      hostname: base.hostname,
+      port: base.port,
+      method: req.method,
+      path,
+      agent: agents[base.protocol as "http:" | "https:"],
+      headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer: peerAddress(req.socket.remoteAddress) })
+    })
+    upstream.on("response", (response) => {
+      res.writeHead(response.statusCode ?? 502, relayResponseHeaders(response.headers, req.headers.origin))
+      response.pipe(res)
+      response.on("error", () => res.destroy())
+      res.on("close", () => {
+        if (!response.complete) response.destroy()
+        resume(Effect.void)
+      })
+    })
+    upstream.on("error", (cause) => {
+      if (res.headersSent) {
+        res.destroy()
+        resume(Effect.void)
+      } else resume(Effect.fail(new BadGateway({ cause })))
+    })
+    req.pipe(upstream)
+    return Effect.sync(() => upstream.destroy())
+  })

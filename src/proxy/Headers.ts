@@ -1,0 +1,49 @@
+// Request and response header rules (seed "Request headers" and "Response"), pure.
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"])
+
+/** Hop-by-hop names: the fixed list, `proxy-*`, and any named in `Connection`. */
+const hopByHop = (headers: IncomingHttpHeaders): (name: string) => boolean => {
+  const listed = new Set(
+    String(headers.connection ?? "")
+      .split(",")
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== "")
+  )
+  return (name) => HOP_BY_HOP.has(name) || name.startsWith("proxy-") || listed.has(name)
+}
+
+export const forwardRequestHeaders = (
+  headers: IncomingHttpHeaders,
+  added: { readonly epoch: string; readonly peer: string }
+): OutgoingHttpHeaders => {
+  const drop = hopByHop(headers)
+  const out: OutgoingHttpHeaders = {}
+  for (const name in headers) {
+    if (drop(name) || name === "host" || name === "x-forwarded-for" || name.startsWith("pinboard-")) continue
+    out[name] = headers[name]
+  }
+  out["x-forwarded-for"] = added.peer
+  out["pinboard-epoch"] = added.epoch
+  return out
+}
+
+export const relayResponseHeaders = (headers: IncomingHttpHeaders, origin: string | undefined): OutgoingHttpHeaders => {
+  const drop = hopByHop(headers)
+  const out: OutgoingHttpHeaders = {}
+  for (const name in headers) {
+    if (drop(name) || name.startsWith("pinboard-") || name === "pinned-refusal") continue
+    out[name] = headers[name]
+  }
+  out["x-accel-buffering"] = "no"
+  if (origin !== undefined && out["access-control-allow-origin"] === undefined) {
+    out["access-control-allow-origin"] = origin
+    out["vary"] = out["vary"] === undefined ? "origin" : `${String(out["vary"])}, origin`
+  }
+  return out
+}
+
+/** The observed peer; an IPv4-mapped IPv6 address is written as IPv4 (DESIGN 5). */
+export const peerAddress = (remote: string | undefined): string =>
+  remote === undefined ? "" : remote.startsWith("::ffff:") && remote.includes(".") ? remote.slice(7) : remote

@@ -1,0 +1,225 @@
+// The registry service (DESIGN 4 and 5): bucket hashing, `now` from Clock and the two
+// random numbers from Random around a backend (embedded memory or Redis).
+import { Context, Effect, Layer, Random, Schedule } from "effect"
+import { Cluster, Redis } from "ioredis"
+import type { PinboardConfig } from "../Config.js"
+import {
+  LeaseLost,
+  NoLiveBackends,
+  NotPlaced,
+  RegistryColdStart,
+  RegistryUnavailable,
+  UnknownNamespace
+} from "../Errors.js"
+import type { RegistryBackend } from "./Backend.js"
+import { bucketOf } from "./Bucket.js"
+import type {
+  CasOutcome,
+  NamespaceRegistration,
+  PlacementKey,
+  PlacementView,
+  RegistryPolicy,
+  WindDownEntry,
+  WindDownOutcome,
+  WorkerView
+} from "./Domain.js"
+import { makeMemoryBackend } from "./Memory.js"
+import { defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
+
+export interface RegisterInput {
+  readonly worker: string
+  readonly advertiseUrl: string
+  readonly namespaces: ReadonlyArray<NamespaceRegistration>
+  readonly headroom: number
+  readonly draining: boolean
+}
+
+export interface RegisterAnswer {
+  readonly worker: string
+  readonly incarnation: string
+  readonly leaseMs: number
+  readonly heartbeatMs: number
+  readonly leaseExpiresAt: number
+}
+
+export interface HeartbeatInput {
+  readonly incarnation: string
+  readonly headroom: number
+  readonly draining: boolean
+  readonly degraded: boolean
+}
+
+export interface HeartbeatAnswer {
+  readonly leaseExpiresAt: number
+  readonly windDown: ReadonlyArray<WindDownEntry>
+}
+
+export interface ResolveRequest extends PlacementKey {
+  readonly hostname: string
+  /** The calling instance's worker, for attested calls. */
+  readonly caller: string | undefined
+  readonly affinity: string
+  readonly excluded: ReadonlyArray<string>
+}
+
+export interface Placement {
+  readonly worker: string
+  readonly advertiseUrl: string
+  readonly epoch: string
+  readonly isNew: boolean
+}
+
+type Op<A, E = never> = Effect.Effect<A, E | RegistryUnavailable>
+
+export interface RegistryService {
+  readonly leaseMs: number
+  readonly register: (input: RegisterInput) => Op<RegisterAnswer>
+  readonly heartbeat: (worker: string, input: HeartbeatInput) => Op<HeartbeatAnswer, LeaseLost>
+  readonly deregister: (worker: string, incarnation: string) => Op<void>
+  readonly resolve: (request: ResolveRequest) => Op<Placement, UnknownNamespace | RegistryColdStart | NoLiveBackends>
+  readonly release: (key: PlacementKey, epoch: string) => Op<CasOutcome>
+  readonly tag: (key: PlacementKey, epoch: string, tag: string) => Op<CasOutcome>
+  readonly nack: (worker: string) => Op<void>
+  readonly beginWindDown: (key: PlacementKey, epoch: string) => Op<WindDownOutcome>
+  readonly placement: (key: PlacementKey) => Op<PlacementView, NotPlaced>
+  readonly workers: Op<ReadonlyArray<WorkerView>>
+  /** Ends placements and forgets workers that are gone (DESIGN 3 "Bounded memory"). */
+  readonly sweep: Op<void>
+  /** Local clock minus the registry's clock, for `/readyz`. */
+  readonly clockSkewMs: Op<number>
+}
+
+export class Registry extends Context.Tag("pinboard/Registry")<Registry, RegistryService>() {}
+
+const now = Effect.clockWith((clock) => clock.currentTimeMillis)
+const hex32 = Random.nextIntBetween(0, 0x10000).pipe(
+  Effect.map((n) => n.toString(16).padStart(4, "0")),
+  Effect.replicate(4),
+  Effect.all
+)
+const newIncarnation = Effect.map(hex32, (parts) => parts.join(""))
+
+const byDeadline = (a: WindDownEntry, b: WindDownEntry): number =>
+  a.deadline - b.deadline || (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): RegistryService => {
+  const bucket = (key: PlacementKey) => bucketOf(key.env, key.namespace, key.id, backend.buckets)
+  return {
+    leaseMs: policy.leaseMs,
+    register: (input) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const incarnation = yield* newIncarnation
+        yield* backend.register(at, { ...input, incarnation })
+        return {
+          worker: input.worker,
+          incarnation,
+          leaseMs: policy.leaseMs,
+          heartbeatMs: Math.floor(policy.leaseMs / 3),
+          leaseExpiresAt: at + policy.leaseMs
+        }
+      }),
+    heartbeat: (worker, input) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const answers = yield* backend.heartbeat(at, { worker, ...input })
+        const windDown: Array<WindDownEntry> = []
+        for (const answer of answers) {
+          if (answer._tag === "LeaseLost") return yield* new LeaseLost()
+          windDown.push(...answer.windDown)
+        }
+        return { leaseExpiresAt: at + policy.leaseMs, windDown: windDown.sort(byDeadline) }
+      }),
+    deregister: (worker, incarnation) => Effect.flatMap(now, (at) => backend.deregister(at, worker, incarnation)),
+    resolve: (request) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const r1 = yield* Random.next
+        const r2 = yield* Random.next
+        const outcome = yield* backend.resolve(bucket(request), at, { ...request, r1, r2 })
+        switch (outcome._tag) {
+          case "Placed":
+            return outcome
+          case "UnknownNamespace":
+            return yield* new UnknownNamespace()
+          case "ColdStart":
+            return yield* new RegistryColdStart({ retryAfterMs: outcome.retryAfterMs })
+          case "NoLiveBackends":
+            return yield* new NoLiveBackends()
+        }
+      }),
+    release: (key, epoch) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch)),
+    tag: (key, epoch, value) => Effect.flatMap(now, (at) => backend.tag(bucket(key), at, key, epoch, value)),
+    nack: (worker) => Effect.flatMap(now, (at) => backend.nack(at, worker)),
+    beginWindDown: (key, epoch) => Effect.flatMap(now, (at) => backend.beginWindDown(bucket(key), at, key, epoch)),
+    placement: (key) =>
+      Effect.flatMap(now, (at) => backend.placement(bucket(key), at, key)).pipe(
+        Effect.flatMap((view) => (view === undefined ? new NotPlaced() : Effect.succeed(view)))
+      ),
+    workers: Effect.flatMap(now, (at) => backend.workers(at)),
+    sweep: Effect.flatMap(now, (at) => backend.sweep(at)),
+    clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
+  }
+}
+
+export const policyOf = (config: PinboardConfig): RegistryPolicy => ({
+  leaseMs: config.leaseMs,
+  balanceFactor: config.balanceFactor,
+  nackThreshold: config.nack.threshold,
+  nackWindowMs: config.nack.windowMs
+})
+
+const connectRedis = (config: PinboardConfig) =>
+  Effect.acquireRelease(
+    Effect.promise(async (): Promise<RedisClient> => {
+      const common = {
+        enableAutoPipelining: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        retryStrategy: (times: number) => Math.min(times * 100, 1000)
+      }
+      const client =
+        config.redis.cluster !== undefined
+          ? new Cluster(
+              config.redis.cluster.map((node) => {
+                const [host, port] = node.split(":")
+                return { host: host!, port: Number(port) }
+              }),
+              { enableAutoPipelining: true, enableOfflineQueue: false, redisOptions: common }
+            )
+          : new Redis(config.redis.url!, { ...common, commandTimeout: 1000, lazyConnect: true })
+      client.on("error", () => {
+        // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
+      })
+      defineScripts(client)
+      if (client instanceof Redis) await client.connect().catch(() => undefined)
+      return client
+    }),
+    (client) => Effect.sync(() => client.disconnect())
+  )
+
+/** Runs the sweep every half lease, so ended rows go within two leases. */
+const sweepForever = (registry: RegistryService) =>
+  registry.sweep.pipe(
+    Effect.catchAll((error) => Effect.logWarning("registry sweep failed", error)),
+    Effect.repeat(Schedule.spaced(registry.leaseMs / 2)),
+    Effect.forkScoped
+  )
+
+export const layer = (config: PinboardConfig): Layer.Layer<Registry> =>
+  Layer.scoped(
+    Registry,
+    Effect.gen(function* () {
+      const policy = policyOf(config)
+      const backend =
+        config.redis.url === undefined && config.redis.cluster === undefined
+          ? yield* Effect.as(
+              Effect.logWarning("no Redis configured: using the embedded registry (one Pinboard process only)"),
+              makeMemoryBackend(config.buckets, policy)
+            )
+          : makeRedisBackend(yield* connectRedis(config), { prefix: config.redis.prefix, buckets: config.buckets, policy })
+      const registry = makeRegistry(backend, policy)
+      yield* sweepForever(registry)
+      return registry
+    })
+  )

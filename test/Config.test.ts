@@ -1,0 +1,373 @@
+// DESIGN 2 and 6: environment > JSON file > defaults; every invalid value is a
+// ConfigInvalid whose message names the field (or variable) and what was expected.
+import { generateKeyPairSync } from "node:crypto"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import { ConfigInvalid, configForTests, loadConfig, type PinboardConfig, takeoverOf } from "../src/Config.js"
+
+const dir = mkdtempSync(join(tmpdir(), "pinboard-config-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+let files = 0
+/** Writes a config file (an object as JSON, a string as is) and returns its path. */
+const writeConfig = (content: unknown): string => {
+  const path = join(dir, `config-${++files}.json`)
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content))
+  return path
+}
+
+type Env = Record<string, string>
+const TOKEN: Env = { PINBOARD_TOKEN: "deployment-secret" }
+
+const load = (env: Env, file?: unknown) =>
+  loadConfig({ argv: file === undefined ? [] : ["--config", writeConfig(file)], env })
+
+const failure = (env: Env, file?: unknown) =>
+  load(env, file).pipe(
+    Effect.flip,
+    Effect.tap((e) => expect(e).toBeInstanceOf(ConfigInvalid)),
+    Effect.map((e) => e.message)
+  )
+
+const plain = (config: PinboardConfig) => ({ ...config, token: Redacted.value(config.token) })
+
+const DEFAULTS = {
+  port: 8080,
+  host: "0.0.0.0",
+  token: "deployment-secret",
+  redis: { url: undefined, cluster: undefined, prefix: "pb" },
+  buckets: 16,
+  leaseMs: 15000,
+  balanceFactor: 1.25,
+  affinity: { key: { _tag: "ip" } },
+  hostnameAware: false,
+  envs: {},
+  forwards: { timeoutMs: 30000, maxInflight: 1024 },
+  nack: { threshold: 3, windowMs: 15000 },
+  shutdown: { graceMs: 10000 },
+  providers: {},
+  namespaces: undefined
+}
+
+const SHA = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"
+const PEM = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString()
+
+describe("defaults", () => {
+  it.effect("every option has its DESIGN 2 default; only the token is needed", () =>
+    Effect.gen(function*() {
+      const config = yield* load(TOKEN)
+      expect(plain(config)).toStrictEqual(DEFAULTS)
+    }))
+
+  it.effect("the token is Redacted: it shows in neither String nor JSON", () =>
+    Effect.gen(function*() {
+      const config = yield* load(TOKEN)
+      expect(Redacted.isRedacted(config.token)).toBe(true)
+      expect(String(config.token)).not.toContain("deployment-secret")
+      expect(JSON.stringify(config)).not.toContain("deployment-secret")
+    }))
+
+  it("configForTests: defaults with token test-token, shallow overrides, nack window following the lease", () => {
+    const config = configForTests()
+    expect(plain(config)).toStrictEqual({ ...DEFAULTS, token: "test-token" })
+    const shorter = configForTests({ leaseMs: 2000, port: 9 })
+    expect(shorter.port).toBe(9)
+    expect(shorter.nack).toStrictEqual({ threshold: 3, windowMs: 2000 })
+    expect(configForTests({ leaseMs: 2000, nack: { threshold: 1, windowMs: 50 } }).nack.windowMs).toBe(50)
+  })
+})
+
+describe("precedence: environment > file > defaults", () => {
+  it.effect("file values replace defaults; untouched options keep theirs", () =>
+    Effect.gen(function*() {
+      const config = yield* load(TOKEN, {
+        port: 9000,
+        redis: { prefix: "file" },
+        leaseMs: 4000,
+        forwards: { timeoutMs: 500 },
+        balanceFactor: 2
+      })
+      expect(config.port).toBe(9000)
+      expect(config.redis).toStrictEqual({ url: undefined, cluster: undefined, prefix: "file" })
+      expect(config.leaseMs).toBe(4000)
+      expect(config.forwards).toStrictEqual({ timeoutMs: 500, maxInflight: 1024 })
+      expect(config.balanceFactor).toBe(2)
+      expect(config.host).toBe("0.0.0.0")
+      expect(config.nack).toStrictEqual({ threshold: 3, windowMs: 4000 }) // one (effective) lease
+    }))
+
+  it.effect("environment values replace file values", () =>
+    Effect.gen(function*() {
+      const config = yield* load(
+        {
+          PINBOARD_TOKEN: "from-env",
+          PINBOARD_PORT: "9100",
+          PINBOARD_HOST: "127.0.0.1",
+          PINBOARD_REDIS_PREFIX: "env",
+          PINBOARD_BUCKETS: "64",
+          PINBOARD_LEASE_MS: "6000",
+          PINBOARD_HOSTNAME_AWARE: "1"
+        },
+        {
+          token: "from-file",
+          port: 9000,
+          host: "10.0.0.1",
+          redis: { prefix: "file" },
+          buckets: 32,
+          leaseMs: 4000,
+          hostnameAware: false
+        }
+      )
+      expect(Redacted.value(config.token)).toBe("from-env")
+      expect(config.port).toBe(9100)
+      expect(config.host).toBe("127.0.0.1")
+      expect(config.redis.prefix).toBe("env")
+      expect(config.buckets).toBe(64)
+      expect(config.leaseMs).toBe(6000)
+      expect(config.hostnameAware).toBe(true)
+      expect(config.nack.windowMs).toBe(6000) // the lease in effect, from the environment
+    }))
+
+  it.effect("an explicit nack.windowMs is kept whatever the lease", () =>
+    Effect.gen(function*() {
+      const config = yield* load({ ...TOKEN, PINBOARD_LEASE_MS: "6000" }, { nack: { threshold: 5, windowMs: 1234 } })
+      expect(config.nack).toStrictEqual({ threshold: 5, windowMs: 1234 })
+    }))
+
+  it.effect("the token may come from the file alone", () =>
+    Effect.gen(function*() {
+      const config = yield* load({}, { token: "from-file" })
+      expect(Redacted.value(config.token)).toBe("from-file")
+    }))
+
+  it.effect("an empty environment variable counts as unset", () =>
+    Effect.gen(function*() {
+      const config = yield* load({ ...TOKEN, PINBOARD_PORT: "", PINBOARD_REDIS_URL: "" }, { port: 9000 })
+      expect(config.port).toBe(9000)
+      expect(config.redis.url).toBeUndefined()
+    }))
+
+  it.effect("PINBOARD_HOSTNAME_AWARE accepts 1, 0, true and false", () =>
+    Effect.gen(function*() {
+      for (const [raw, value] of [["1", true], ["true", true], ["0", false], ["false", false]] as const) {
+        const config = yield* load({ ...TOKEN, PINBOARD_HOSTNAME_AWARE: raw }, { hostnameAware: !value })
+        expect(config.hostnameAware).toBe(value)
+      }
+    }))
+
+  it.effect("PINBOARD_REDIS_URL and PINBOARD_REDIS_CLUSTER", () =>
+    Effect.gen(function*() {
+      const single = yield* load({ ...TOKEN, PINBOARD_REDIS_URL: "rediss://:pw@cache:6380/2" })
+      expect(single.redis.url).toBe("rediss://:pw@cache:6380/2")
+      const cluster = yield* load(
+        { ...TOKEN, PINBOARD_REDIS_CLUSTER: "10.0.0.1:7000, redis-b:7001,[::1]:7002" },
+        { redis: { cluster: ["ignored:1"] } }
+      )
+      expect(cluster.redis.cluster).toStrictEqual(["10.0.0.1:7000", "redis-b:7001", "[::1]:7002"])
+      expect(cluster.redis.url).toBeUndefined()
+    }))
+
+  it.effect("the file is found by PINBOARD_CONFIG, --config FILE and --config=FILE; the command line wins", () =>
+    Effect.gen(function*() {
+      const a = writeConfig({ port: 1111 })
+      const b = writeConfig({ port: 2222 })
+      expect((yield* loadConfig({ argv: [], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(1111)
+      expect((yield* loadConfig({ argv: ["node", "main.js", "--config", b], env: TOKEN })).port).toBe(2222)
+      expect((yield* loadConfig({ argv: [`--config=${b}`], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(2222)
+    }))
+})
+
+describe("structured options", () => {
+  it.effect("affinity.key: ip, header:<name> (lowercased), cookie:<name>", () =>
+    Effect.gen(function*() {
+      expect((yield* load(TOKEN, { affinity: { key: "ip" } })).affinity.key).toStrictEqual({ _tag: "ip" })
+      expect((yield* load(TOKEN, { affinity: { key: "header:X-User-Id" } })).affinity.key).toStrictEqual({
+        _tag: "header",
+        name: "x-user-id"
+      })
+      expect((yield* load(TOKEN, { affinity: { key: "cookie:Session" } })).affinity.key).toStrictEqual({
+        _tag: "cookie",
+        name: "Session"
+      })
+    }))
+
+  it.effect("envs.<env>.takeover defaults to wind_down, for listed and unlisted envs", () =>
+    Effect.gen(function*() {
+      const config = yield* load(TOKEN, { envs: { prod: { takeover: "deny" }, staging: {} } })
+      expect(config.envs).toStrictEqual({ prod: { takeover: "deny" }, staging: { takeover: "wind_down" } })
+      expect(takeoverOf(config, "prod")).toBe("deny")
+      expect(takeoverOf(config, "staging")).toBe("wind_down")
+      expect(takeoverOf(config, "preview")).toBe("wind_down")
+    }))
+
+  it.effect("providers and namespaces of DESIGN 6", () =>
+    Effect.gen(function*() {
+      const config = yield* load(TOKEN, {
+        providers: {
+          users: {
+            type: "jwt",
+            jwksUrl: "https://id.example.com/jwks.json",
+            issuer: "https://id.example.com/",
+            audience: "pinboard"
+          },
+          svc: { type: "jwt", secret: "hmac-secret", audience: ["a", "b"], algorithms: ["HS256", "HS512"] },
+          pem: { type: "jwt", publicKey: PEM, algorithms: ["ES256"] },
+          keys: { type: "apikey", keys: [{ sha256: SHA, subject: "ci", scopes: ["threads"] }] }
+        },
+        namespaces: [
+          { namespace: "/threads", auth: "required", providers: ["users", "keys"], scopes: ["threads"], callers: ["/rooms"] },
+          { namespace: "/public", auth: "none" },
+          { namespace: "/api", auth: "optional", providers: ["svc"], credential: { header: "X-Api-Key" } },
+          { namespace: "*", auth: "required", providers: ["users"], credential: { cookie: "session" } }
+        ]
+      })
+      expect(Object.keys(config.providers)).toStrictEqual(["users", "svc", "pem", "keys"])
+      const svc = config.providers["svc"]
+      expect(svc?.type === "jwt" && svc.secret !== undefined && Redacted.value(svc.secret)).toBe("hmac-secret")
+      expect(JSON.stringify(config.providers)).not.toContain("hmac-secret")
+      expect(config.providers["keys"]).toStrictEqual({
+        type: "apikey",
+        keys: [{ sha256: SHA.toLowerCase(), subject: "ci", scopes: ["threads"] }]
+      })
+      expect(config.providers["pem"]).toStrictEqual({ type: "jwt", publicKey: PEM, algorithms: ["ES256"] })
+      expect(config.namespaces?.map((r) => r.namespace)).toStrictEqual(["/threads", "/public", "/api", "*"])
+      expect(config.namespaces?.[2]?.credential).toStrictEqual({ header: "x-api-key" })
+      expect(config.namespaces?.[3]?.credential).toStrictEqual({ cookie: "session" })
+    }))
+})
+
+describe("invalid values: ConfigInvalid naming the field and what was expected", () => {
+  const cases: ReadonlyArray<{ readonly name: string; readonly env?: Env; readonly file?: unknown; readonly raw?: string; readonly message: string }> = [
+    { name: "missing token", env: { PINBOARD_TOKEN: "" }, message: `token: required; set PINBOARD_TOKEN or "token" in the config file` },
+    { name: "empty token in the file", env: { PINBOARD_TOKEN: "" }, file: { token: "" }, message: "token: expected a non-empty string" },
+    { name: "port not a number", env: { PINBOARD_PORT: "abc" }, message: `PINBOARD_PORT: expected an integer from 1 to 65535, got "abc"` },
+    { name: "port out of range", env: { PINBOARD_PORT: "70000" }, message: `PINBOARD_PORT: expected an integer from 1 to 65535, got "70000"` },
+    { name: "port 0 in the file", file: { port: 0 }, message: "port: expected an integer from 1 to 65535, got 0" },
+    { name: "port a string in the file", file: { port: "8080" }, message: `port: expected an integer from 1 to 65535, got "8080"` },
+    { name: "non-integer lease", env: { PINBOARD_LEASE_MS: "1500.5" }, message: `PINBOARD_LEASE_MS: expected an integer from 1000 to 2147483647, got "1500.5"` },
+    { name: "lease below 1000", file: { leaseMs: 999 }, message: "leaseMs: expected an integer from 1000 to 2147483647, got 999" },
+    { name: "NaN lease", env: { PINBOARD_LEASE_MS: "NaN" }, message: `PINBOARD_LEASE_MS: expected an integer from 1000 to 2147483647, got "NaN"` },
+    { name: "negative buckets", env: { PINBOARD_BUCKETS: "-3" }, message: `PINBOARD_BUCKETS: expected an integer from 1 to 16384, got "-3"` },
+    { name: "too many buckets", file: { buckets: 16385 }, message: "buckets: expected an integer from 1 to 16384, got 16385" },
+    { name: "negative timeout", file: { forwards: { timeoutMs: -5 } }, message: "forwards.timeoutMs: expected a positive integer of milliseconds (at most 2147483647), got -5" },
+    { name: "fractional maxInflight", file: { forwards: { maxInflight: 1.5 } }, message: "forwards.maxInflight: expected a positive integer, got 1.5" },
+    { name: "zero grace", file: { shutdown: { graceMs: 0 } }, message: "shutdown.graceMs: expected a positive integer of milliseconds (at most 2147483647), got 0" },
+    { name: "zero nack threshold", file: { nack: { threshold: 0 } }, message: "nack.threshold: expected a positive integer, got 0" },
+    { name: "balanceFactor below 1", file: { balanceFactor: 0.5 }, message: "balanceFactor: expected a finite number >= 1, got 0.5" },
+    { name: "infinite balanceFactor", raw: `{"balanceFactor":1e400}`, message: "balanceFactor: expected a finite number >= 1, got Infinity" },
+    { name: "hostnameAware not a flag", env: { PINBOARD_HOSTNAME_AWARE: "yes" }, message: `PINBOARD_HOSTNAME_AWARE: expected 1, 0, true or false, got "yes"` },
+    { name: "hostnameAware a string in the file", file: { hostnameAware: "1" }, message: `hostnameAware: expected true or false, got "1"` },
+    { name: "redis URL of another scheme", env: { PINBOARD_REDIS_URL: "http://cache:6379" }, message: `PINBOARD_REDIS_URL: expected a redis:// or rediss:// URL, got "http://cache:6379"` },
+    { name: "redis URL not a URL", file: { redis: { url: "cache:6379" } }, message: `redis.url: expected a redis:// or rediss:// URL, got "cache:6379"` },
+    { name: "cluster entry without a port", env: { PINBOARD_REDIS_CLUSTER: "a:7000,b" }, message: `PINBOARD_REDIS_CLUSTER: expected a comma-separated list of host:port, got "a:7000,b"` },
+    { name: "cluster port out of range", file: { redis: { cluster: ["a:70000"] } }, message: `redis.cluster[0]: expected host:port, got "a:70000"` },
+    { name: "empty cluster list", file: { redis: { cluster: [] } }, message: "redis.cluster: expected a non-empty list of host:port" },
+    { name: "prefix with a brace", env: { PINBOARD_REDIS_PREFIX: "pb}" }, message: `PINBOARD_REDIS_PREFIX: expected a non-empty string without { or }, got "pb}"` },
+    {
+      name: "url and cluster together (environment and file)",
+      env: { PINBOARD_REDIS_URL: "redis://cache:6379" },
+      file: { redis: { cluster: ["a:7000"] } },
+      message: "redis: expected either url (PINBOARD_REDIS_URL) or cluster (PINBOARD_REDIS_CLUSTER), not both"
+    },
+    { name: "bad affinity kind", file: { affinity: { key: "query:x" } }, message: `affinity.key: expected ip, header:<name> or cookie:<name>, got "query:x"` },
+    { name: "affinity header without a name", file: { affinity: { key: "header:" } }, message: `affinity.key: expected ip, header:<name> or cookie:<name>, got "header:"` },
+    { name: "bad takeover", file: { envs: { prod: { takeover: "kill" } } }, message: `envs.prod.takeover: expected "wind_down" or "deny", got "kill"` },
+    { name: "env entry not an object", file: { envs: { prod: "deny" } }, message: `envs.prod: expected an object, got "deny"` },
+    { name: "section not an object", file: { forwards: null }, message: "forwards: expected an object, got null" },
+    { name: "jwt without a key", file: { providers: { a: { type: "jwt", issuer: "x" } } }, message: "providers.a: expected exactly one of jwksUrl, publicKey or secret" },
+    {
+      name: "jwt with two keys",
+      file: { providers: { a: { type: "jwt", secret: "s", jwksUrl: "https://id/jwks.json" } } },
+      message: "providers.a: expected exactly one of jwksUrl, publicKey or secret"
+    },
+    { name: "jwt public key not a PEM", file: { providers: { a: { type: "jwt", publicKey: "ssh-rsa AAAA" } } }, message: `providers.a.publicKey: expected a PEM (SPKI) public key, got "ssh-rsa AAAA"` },
+    { name: "jwks URL not http(s)", file: { providers: { a: { type: "jwt", jwksUrl: "file:///jwks" } } }, message: `providers.a.jwksUrl: expected an http: or https: URL, got "file:///jwks"` },
+    { name: "jwt audience a number", file: { providers: { a: { type: "jwt", secret: "s", audience: 5 } } }, message: "providers.a.audience: expected a non-empty string or a non-empty list of them, got 5" },
+    { name: "unknown algorithm", file: { providers: { a: { type: "jwt", jwksUrl: "https://id/j", algorithms: ["none"] } } }, message: `providers.a.algorithms[0]: expected a JWS algorithm (HS256, HS384, HS512, RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, Ed25519), got "none"` },
+    { name: "secret with an RSA algorithm", file: { providers: { a: { type: "jwt", secret: "s", algorithms: ["RS256"] } } }, message: "providers.a.algorithms: expected only HS256, HS384 or HS512 with secret" },
+    { name: "secret never echoed", file: { providers: { a: { type: "jwt", secret: 12345 } } }, message: "providers.a.secret: expected a non-empty string" },
+    { name: "provider of unknown type", file: { providers: { a: { type: "oauth" } } }, message: `providers.a.type: expected "jwt" | "apikey", got "oauth"` },
+    { name: "provider without a type", file: { providers: { a: { secret: "s" } } }, message: "providers.a.type: required" },
+    { name: "provider not an object", file: { providers: { a: 5 } }, message: `providers.a: expected an object with "type": "jwt" or "apikey", got 5` },
+    { name: "apikey sha256 not 64 hex digits", file: { providers: { k: { type: "apikey", keys: [{ sha256: "abc", subject: "ci" }] } } }, message: `providers.k.keys[0].sha256: expected 64 hex digits (a SHA-256), got "abc"` },
+    { name: "apikey without a subject", file: { providers: { k: { type: "apikey", keys: [{ sha256: SHA }] } } }, message: "providers.k.keys[0].subject: required" },
+    { name: "apikey plain key", file: { providers: { k: { type: "apikey", keys: [{ key: "plain", sha256: SHA, subject: "ci" }] } } }, message: "providers.k.keys[0].key: unknown option (expected one of: sha256, subject, scopes)" },
+    {
+      name: "rule referencing an unknown provider",
+      file: { providers: { users: { type: "jwt", secret: "s" } }, namespaces: [{ namespace: "/t", auth: "required", providers: ["users", "usres"] }] },
+      message: `namespaces[0].providers[1]: expected the name of a provider in providers, got "usres"`
+    },
+    { name: "auth required and no provider at all", file: { namespaces: [{ namespace: "/t", auth: "required" }] }, message: `namespaces[0].providers: expected at least one provider for auth "required"` },
+    { name: "bad auth", file: { namespaces: [{ namespace: "/t", auth: "maybe" }] }, message: `namespaces[0].auth: expected "none", "optional" or "required", got "maybe"` },
+    { name: "namespace without its slash", file: { namespaces: [{ namespace: "threads", auth: "none" }] }, message: `namespaces[0].namespace: expected "*" or a namespace like "/threads", got "threads"` },
+    { name: "bad caller", file: { namespaces: [{ namespace: "/t", auth: "none", callers: ["rooms"] }] }, message: `namespaces[0].callers[0]: expected "*" or a namespace like "/threads", got "rooms"` },
+    { name: "two rules for one namespace", file: { namespaces: [{ namespace: "/t", auth: "none" }, { namespace: "/t", auth: "none" }] }, message: `namespaces[1].namespace: expected a namespace no earlier rule names, got "/t"` },
+    { name: "credential naming header and cookie", file: { namespaces: [{ namespace: "/t", auth: "none", credential: { header: "x", cookie: "y" } }] }, message: `namespaces[0].credential: expected {"header": <name>} or {"cookie": <name>}` },
+    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, providers, namespaces)" },
+    { name: "unknown nested key", file: { forwards: { timeout: 5 } }, message: "forwards.timeout: unknown option (expected one of: timeoutMs, maxInflight)" },
+    { name: "unknown provider key", file: { providers: { a: { type: "jwt", secret: "s", issuer: "i", audiences: ["x"] } } }, message: "providers.a.audiences: unknown option (expected one of: type, jwksUrl, publicKey, secret, issuer, audience, algorithms)" },
+    { name: "--config without a path", message: "--config: expected a file path" }
+  ]
+
+  for (const c of cases) {
+    it.effect(c.name, () =>
+      Effect.gen(function*() {
+        const env = { ...TOKEN, ...c.env }
+        const message = c.name === "--config without a path"
+          ? yield* loadConfig({ argv: ["--config"], env }).pipe(Effect.flip, Effect.map((e) => e.message))
+          : yield* failure(env, c.raw ?? c.file)
+        expect(message).toBe(c.message)
+      }))
+  }
+
+  it.effect("invalid JSON is named with its file", () =>
+    Effect.gen(function*() {
+      const message = yield* failure(TOKEN, "{ port: 1 }")
+      expect(message).toMatch(/^config file ".*config-\d+\.json" \(from --config\): invalid JSON \(.+\)$/)
+    }))
+
+  it.effect("JSON that is not an object is named with its file", () =>
+    Effect.gen(function*() {
+      const message = yield* failure(TOKEN, "[1, 2]")
+      expect(message).toMatch(/^config file ".*config-\d+\.json" \(from --config\): expected a JSON object$/)
+    }))
+
+  it.effect("several mistakes are all reported, one per line", () =>
+    Effect.gen(function*() {
+      const message = yield* failure({ PINBOARD_PORT: "x" }, { buckets: 0, typo: 1 })
+      expect(message.split("\n").sort()).toStrictEqual([
+        `PINBOARD_PORT: expected an integer from 1 to 65535, got "x"`,
+        "buckets: expected an integer from 1 to 16384, got 0",
+        `token: required; set PINBOARD_TOKEN or "token" in the config file`,
+        expect.stringMatching(/^typo: unknown option/)
+      ])
+    }))
+
+  it.effect("a token is never echoed back", () =>
+    Effect.gen(function*() {
+      const message = yield* failure({}, { token: 424242 })
+      expect(message).toBe("token: expected a non-empty string")
+    }))
+
+  it.effect("a missing file is named", () =>
+    Effect.gen(function*() {
+      const path = join(dir, "absent.json")
+      const message = yield* loadConfig({ argv: [], env: { ...TOKEN, PINBOARD_CONFIG: path } }).pipe(
+        Effect.flip,
+        Effect.map((e) => e.message)
+      )
+      expect(message).toMatch(new RegExp(`^config file "${path}" \\(from PINBOARD_CONFIG\\): cannot read it \\(ENOENT`))
+    }))
+
+  it.effect("an unreadable file (a directory) is named", () =>
+    Effect.gen(function*() {
+      const message = yield* loadConfig({ argv: ["--config", dir], env: TOKEN }).pipe(
+        Effect.flip,
+        Effect.map((e) => e.message)
+      )
+      expect(message).toMatch(new RegExp(`^config file "${dir}" \\(from --config\\): cannot read it \\(EISDIR`))
+    }))
+})
