@@ -16,8 +16,8 @@ local function lines(text)
   return out
 end
 
-local function rowLive(worker, inc, windDownAt)
-  local owner = redis.call("HMGET", T .. ":w:" .. worker, "inc", "lease")
+-- owner: HMGET of the row's worker record starting with "inc", "lease".
+local function rowLive(owner, inc, windDownAt)
   if not owner[1] or owner[1] ~= inc or tonumber(owner[2]) <= now then return false end
   local deadline = tonumber(windDownAt)
   return deadline == 0 or deadline > now

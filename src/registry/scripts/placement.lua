@@ -2,7 +2,7 @@
 local row = redis.call("HMGET", T .. ":p:" .. ARGV[3] .. "|" .. ARGV[4] .. "|" .. ARGV[5],
   "worker", "inc", "epoch", "placedAt", "host", "tag", "wd")
 if not row[1] then return {} end
-local url = redis.call("HGET", T .. ":w:" .. row[1], "url")
-row[8] = url or ""
-row[9] = rowLive(row[1], row[2], row[7]) and "1" or "0"
+local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url")
+row[8] = owner[3] or ""
+row[9] = rowLive(owner, row[2], row[7]) and "1" or "0"
 return row

@@ -11,19 +11,20 @@ local env, namespace, id, hostname = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local caller, affinity = ARGV[12], ARGV[13]
 local r1, r2 = tonumber(ARGV[14]), tonumber(ARGV[15])
 
-touch()
 local mk = env .. "|" .. namespace
-if redis.call("SISMEMBER", T .. ":ns", mk) == 0 then return { "unknown" } end
-
 local rk = mk .. "|" .. id
 local pkey = T .. ":p:" .. rk
+-- The hot path first: a row exists only in a bucket already in use, for a registered
+-- namespace, so serving it before touch() and the namespace check changes no answer.
 local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd")
 if row[1] then
-  if rowLive(row[1], row[2], row[4]) then
-    return { "placed", row[1], redis.call("HGET", T .. ":w:" .. row[1], "url"), row[3], "0" }
-  end
+  local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url")
+  if rowLive(owner, row[2], row[4]) then return { "placed", row[1], owner[3], row[3], "0" } end
   deleteRow(rk, row[1])
 end
+
+touch()
+if redis.call("SISMEMBER", T .. ":ns", mk) == 0 then return { "unknown" } end
 
 local coldUntil = tonumber(redis.call("GET", T .. ":cold")) + leaseMs
 if now < coldUntil then return { "cold", coldUntil - now } end
