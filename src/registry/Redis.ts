@@ -50,8 +50,20 @@ export const defineScripts = (client: RedisClient): void => {
   }
 }
 
-/** Upper bound on one registry call: Redis slow or unreachable is a 503, never a hang (DESIGN 9). */
+/**
+ * Upper bound on one registry call: Redis slow or unreachable is a 503, never a hang
+ * (DESIGN 9). Enforced by the client (`commandTimeout`, no offline queue) in real time.
+ */
 export const REGISTRY_CALL_TIMEOUT_MS = 1000
+
+/** Client options that make every failure fast: no queueing while disconnected. */
+export const clientOptions = {
+  enableAutoPipelining: true,
+  enableOfflineQueue: false,
+  commandTimeout: REGISTRY_CALL_TIMEOUT_MS,
+  maxRetriesPerRequest: 0,
+  retryStrategy: (times: number) => Math.min(times * 100, 1000)
+} as const
 
 export const makeRedisBackend = (
   client: RedisClient,
@@ -66,12 +78,7 @@ export const makeRedisBackend = (
     return commands[`pinboard_${name}`]!(`${tag}:cold`, tag, String(now), ...args) as Promise<A>
   }
   const attempt = <A>(run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) }).pipe(
-      Effect.timeoutFail({
-        duration: REGISTRY_CALL_TIMEOUT_MS,
-        onTimeout: () => new RegistryUnavailable({ cause: new Error("registry call timed out") })
-      })
-    )
+    Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
   const one = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) =>
     attempt(() => call<A>(name, bucket, now, args))
   const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>) =>

@@ -24,7 +24,7 @@ import type {
   WorkerView
 } from "./Domain.js"
 import { makeMemoryBackend } from "./Memory.js"
-import { defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
+import { clientOptions, defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
 
 export interface RegisterInput {
   readonly worker: string
@@ -172,12 +172,6 @@ export const policyOf = (config: PinboardConfig): RegistryPolicy => ({
 const connectRedis = (config: PinboardConfig) =>
   Effect.acquireRelease(
     Effect.promise(async (): Promise<RedisClient> => {
-      const common = {
-        enableAutoPipelining: true,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-        retryStrategy: (times: number) => Math.min(times * 100, 1000)
-      }
       const client =
         config.redis.cluster !== undefined
           ? new Cluster(
@@ -185,9 +179,9 @@ const connectRedis = (config: PinboardConfig) =>
                 const [host, port] = node.split(":")
                 return { host: host!, port: Number(port) }
               }),
-              { enableAutoPipelining: true, enableOfflineQueue: false, redisOptions: common }
+              { enableAutoPipelining: true, enableOfflineQueue: false, redisOptions: clientOptions }
             )
-          : new Redis(config.redis.url!, { ...common, commandTimeout: 1000, lazyConnect: true })
+          : new Redis(config.redis.url!, { ...clientOptions, lazyConnect: true })
       client.on("error", () => {
         // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
       })
