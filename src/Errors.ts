@@ -140,24 +140,24 @@ export class NotReady extends Schema.TaggedError<NotReady>()("NotReady", { reaso
 
 export const internalError: Reply = json(500, "internal error")
 
-/** Every catalogue class, for the generated docs and the exhaustiveness test. */
+/** Every row, with an example and when it is written: the source of docs/errors.md. */
 export const catalogue = [
-  IdEmpty,
-  IdTooLong,
-  IdBadCharacters,
-  UnknownNamespace,
-  RegistryColdStart,
-  NoLiveBackends,
-  RegistryUnavailable,
-  BadGateway,
-  InvalidDeploymentToken,
-  InvalidRequest,
-  BodyTooLarge,
-  RouteNotFound,
-  MethodNotAllowed,
-  LeaseLost,
-  NotPlaced,
-  NotReady
+  { example: new IdEmpty(), when: "The id segment is empty (`/threads//x`)." },
+  { example: new IdTooLong(), when: "The id is longer than 256 characters." },
+  { example: new IdBadCharacters(), when: "The id has a character outside `[A-Za-z0-9._~-]` (`%` included: ids are not decoded)." },
+  { example: new UnknownNamespace(), when: "The path has no id segment, or no worker ever registered the namespace." },
+  { example: new RegistryColdStart({ retryAfterMs: 15_000 }), when: "The id's bucket is in its cold start (one lease after its first use); `Retry-After` is the time left." },
+  { example: new NoLiveBackends(), when: "No worker of the namespace can take a new placement (all lapsed, draining, degraded, short of lease, or excluded)." },
+  { example: new RegistryUnavailable({}), when: "Redis is unreachable or slower than 1 s." },
+  { example: new BadGateway({}), when: "The worker was unreachable or failed before sending response headers." },
+  { example: new InvalidDeploymentToken(), when: "A `/registry/*` call without `Authorization: Bearer <deployment token>`." },
+  { example: new InvalidRequest({ problem: "headroom: expected a finite number >= 0" }), when: "A registry API body, path or query parameter is invalid; the message names the field and what was expected." },
+  { example: new BodyTooLarge(), when: "A registry API body over 64 KiB." },
+  { example: new RouteNotFound(), when: "An unknown `/registry/*` route." },
+  { example: new MethodNotAllowed(), when: "A known route with the wrong method (probes take GET and HEAD)." },
+  { example: new LeaseLost(), when: "A heartbeat whose incarnation does not match, whose lease already lapsed, or that a wiped bucket does not know." },
+  { example: new NotPlaced(), when: "`GET /registry/placements/...` for an id with no placement row." },
+  { example: new NotReady({ reason: "shutting down" }), when: "`/readyz` while shutting down, when the registry does not answer within 1 s, or when its clock is more than 1 s off." }
 ] as const
 
-export type CatalogueError = InstanceType<(typeof catalogue)[number]>
+export type CatalogueError = (typeof catalogue)[number]["example"]
