@@ -26,12 +26,16 @@ export const Incarnation = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{1
   expected("an incarnation as returned by register")
 )
 const Flag = Schema.Boolean.annotations(expected("true or false"))
-const Tag = Schema.String.pipe(Schema.filter((s) => Buffer.byteLength(s, "utf8") <= 1024)).annotations(
-  expected("a string of at most 1 KiB")
+/** No lone UTF-16 surrogates: Redis stores UTF-8, so such a string would not read back as sent. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const isWellFormed = (s: string): boolean => !LONE_SURROGATE.test(s)
+
+const Tag = Schema.String.pipe(Schema.filter((s) => isWellFormed(s) && Buffer.byteLength(s, "utf8") <= 1024)).annotations(
+  expected("well-formed text of at most 1 KiB")
 )
 
 const isAdvertiseUrl = (s: string): boolean => {
-  if (!URL.canParse(s)) return false
+  if (!isWellFormed(s) || !URL.canParse(s)) return false
   const url = new URL(s)
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "" && !s.includes("?") && !s.includes("#")
 }

@@ -1,0 +1,56 @@
+// Pinboard in-process for a test: ServerLive over the registry chosen by the config
+// (embedded unless `redis.url` is set), on a free loopback port, stopped by interrupting it.
+import { Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
+import { AppConfig } from "../../src/AppConfig.js"
+import { configForTests, type PinboardConfig } from "../../src/Config.js"
+import { ServerLive } from "../../src/http/Server.js"
+import * as Registry from "../../src/registry/Registry.js"
+import { freePort } from "./RedisServer.js"
+
+export interface TestPinboard {
+  readonly url: string
+  readonly config: PinboardConfig
+  readonly stop: () => Promise<void>
+}
+
+const STARTUP_DEADLINE_MS = 10_000
+
+const healthy = async (url: string): Promise<boolean> => {
+  try {
+    const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+    await response.arrayBuffer()
+    return response.status === 200
+  } catch {
+    return false
+  }
+}
+
+/** Starts Pinboard and resolves once `/healthz` answers 200. */
+export const startPinboard = async (overrides: Partial<PinboardConfig> = {}): Promise<TestPinboard> => {
+  const port = await freePort()
+  const config = configForTests({ ...overrides, port, host: "127.0.0.1" })
+  const app = ServerLive.pipe(
+    Layer.provide(Registry.layer(config)),
+    Layer.provide(Layer.succeed(AppConfig, config))
+  )
+  // Errors (a 500's "unhandled error") still show; start-up chatter does not.
+  const fiber = Effect.runFork(Layer.launch(app).pipe(Logger.withMinimumLogLevel(LogLevel.Error)))
+  const url = `http://127.0.0.1:${port}`
+  const stop = async () => {
+    await Effect.runPromise(Fiber.interrupt(fiber))
+  }
+
+  const started = performance.now()
+  for (;;) {
+    const exit = fiber.unsafePoll()
+    if (exit !== null) {
+      throw new Error(`pinboard stopped during start-up: ${Exit.isFailure(exit) ? String(exit.cause) : "exited"}`)
+    }
+    if (await healthy(url)) return { url, config, stop }
+    if (performance.now() - started > STARTUP_DEADLINE_MS) {
+      await stop()
+      throw new Error(`pinboard did not answer /healthz on ${url}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
