@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
 import type { RegistryBackend } from "./Backend.js"
+import { makeBatcher } from "./Batcher.js"
 import {
   memberKey,
   minLeaseLeftMs,
@@ -17,6 +18,7 @@ import {
   type PlacementView,
   type RegistryPolicy,
   type ResolveOutcome,
+  type ResolveQuery,
   type WindDownEntry,
   type WindDownOutcome,
   type WorkerView
@@ -84,6 +86,19 @@ export const makeRedisBackend = (
   const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>) =>
     attempt(() => Promise.all(tags.map((_, bucket) => call<A>(name, bucket, now, args))))
   const keyArgs = (key: PlacementKey) => [key.env, key.namespace, key.id]
+  const policyArgs = [
+    String(policy.leaseMs),
+    String(minLeaseLeftMs(policy.leaseMs)),
+    String(policy.balanceFactor),
+    String(policy.nackThreshold),
+    String(policy.nackWindowMs)
+  ]
+  const resolveBatched = makeBatcher(
+    buckets,
+    (bucket, queries: ReadonlyArray<string>) =>
+      call<ReadonlyArray<string>>("resolve", bucket, 0, [...policyArgs, ...queries]).then((replies) => replies.map(decodeResolve)),
+    (cause) => new RegistryUnavailable({ cause })
+  )
 
   return {
     buckets,
@@ -110,23 +125,7 @@ export const makeRedisBackend = (
     deregister: (now, worker, incarnation) => every("deregister", now, [worker, incarnation]).pipe(Effect.asVoid),
     nack: (now, worker) => every("nack", now, [worker, String(policy.nackWindowMs)]).pipe(Effect.asVoid),
     sweep: (now) => every("sweep", now, []).pipe(Effect.asVoid),
-    resolve: (bucket, now, q) =>
-      one<Reply>("resolve", bucket, now, [
-        String(policy.leaseMs),
-        String(minLeaseLeftMs(policy.leaseMs)),
-        String(policy.balanceFactor),
-        String(policy.nackThreshold),
-        String(policy.nackWindowMs),
-        q.env,
-        q.namespace,
-        q.id,
-        q.hostname,
-        q.caller ?? "",
-        q.affinity,
-        String(q.r1),
-        String(q.r2),
-        ...q.excluded
-      ]).pipe(Effect.map(decodeResolve)),
+    resolve: (bucket, now, query) => resolveBatched(bucket, packResolve(now, query)),
     release: (bucket, now, key, epoch) =>
       one<Reply>("release", bucket, now, [...keyArgs(key), epoch]).pipe(Effect.map(decodeCas)),
     tag: (bucket, now, key, epoch, value) =>
@@ -151,14 +150,22 @@ export const makeRedisBackend = (
 const flag = (value: boolean): string => (value ? "1" : "0")
 const text = (value: string | number | null | undefined): string => String(value ?? "")
 
-const decodeResolve = (reply: Reply): ResolveOutcome => {
-  switch (reply[0]) {
+/** r1 and r2 travel scaled by 2^26: integers print fast and any double still round-trips exactly. */
+const RANDOM_SCALE = 2 ** 26
+
+/** One resolve query as one script argument (see resolve.lua); no field holds "\n", nor "," but the last. */
+const packResolve = (now: number, q: ResolveQuery): string =>
+  `${now}\n${q.env}\n${q.namespace}\n${q.id}\n${q.hostname}\n${q.caller ?? ""}\n${q.affinity}\n${q.r1 * RANDOM_SCALE}\n${q.r2 * RANDOM_SCALE}\n${q.excluded.join(",")}`
+
+const decodeResolve = (reply: string): ResolveOutcome => {
+  const fields = reply.split("\n")
+  switch (fields[0]) {
     case "placed":
-      return { _tag: "Placed", worker: text(reply[1]), advertiseUrl: text(reply[2]), epoch: text(reply[3]), isNew: reply[4] === "1" }
+      return { _tag: "Placed", worker: fields[1]!, advertiseUrl: fields[2]!, epoch: fields[3]!, isNew: fields[4] === "1" }
     case "unknown":
       return { _tag: "UnknownNamespace" }
     case "cold":
-      return { _tag: "ColdStart", retryAfterMs: Number(reply[1]) }
+      return { _tag: "ColdStart", retryAfterMs: Number(fields[1]) }
     default:
       return { _tag: "NoLiveBackends" }
   }

@@ -19,6 +19,7 @@ import type {
   PlacementKey,
   PlacementView,
   RegistryPolicy,
+  ResolveOutcome,
   WindDownEntry,
   WindDownOutcome,
   WorkerView
@@ -102,6 +103,26 @@ const newIncarnation = Effect.map(hex32, (parts) => parts.join(""))
 const byDeadline = (a: WindDownEntry, b: WindDownEntry): number =>
   a.deadline - b.deadline || (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
+const placedOrRefused = (outcome: ResolveOutcome): Effect.Effect<Placement, UnknownNamespace | RegistryColdStart | NoLiveBackends> => {
+  switch (outcome._tag) {
+    case "Placed":
+      return Effect.succeed(outcome)
+    case "UnknownNamespace":
+      return new UnknownNamespace()
+    case "ColdStart":
+      return new RegistryColdStart({ retryAfterMs: outcome.retryAfterMs })
+    case "NoLiveBackends":
+      return new NoLiveBackends()
+  }
+}
+
+/** The two random numbers of a placement: 26-bit halves of one draw, exact in both layers. */
+const DICE = 2 ** 26
+const twoRandomNumbers = Random.nextIntBetween(0, DICE * DICE)
+
+/** Affinity values are header or cookie text; a line break never reaches the registry. */
+const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll("\n", " ") : text)
+
 export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): RegistryService => {
   const bucket = (key: PlacementKey) => bucketOf(key.env, key.namespace, key.id, backend.buckets)
   return {
@@ -132,22 +153,21 @@ export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): 
       }),
     deregister: (worker, incarnation) => Effect.flatMap(now, (at) => backend.deregister(at, worker, incarnation)),
     resolve: (request) =>
-      Effect.gen(function* () {
-        const at = yield* now
-        const r1 = yield* Random.next
-        const r2 = yield* Random.next
-        const outcome = yield* backend.resolve(bucket(request), at, { ...request, r1, r2 })
-        switch (outcome._tag) {
-          case "Placed":
-            return outcome
-          case "UnknownNamespace":
-            return yield* new UnknownNamespace()
-          case "ColdStart":
-            return yield* new RegistryColdStart({ retryAfterMs: outcome.retryAfterMs })
-          case "NoLiveBackends":
-            return yield* new NoLiveBackends()
-        }
-      }),
+      Effect.flatMap(now, (at) =>
+        Effect.flatMap(twoRandomNumbers, (dice) =>
+          backend.resolve(bucket(request), at, {
+            env: request.env,
+            namespace: request.namespace,
+            id: request.id,
+            hostname: request.hostname,
+            caller: request.caller,
+            affinity: oneLine(request.affinity),
+            excluded: request.excluded,
+            r1: Math.floor(dice / DICE) / DICE,
+            r2: (dice % DICE) / DICE
+          })
+        )
+      ).pipe(Effect.flatMap(placedOrRefused)),
     release: (key, epoch) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch)),
     tag: (key, epoch, value) => Effect.flatMap(now, (at) => backend.tag(bucket(key), at, key, epoch, value)),
     nack: (worker) => Effect.flatMap(now, (at) => backend.nack(at, worker)),

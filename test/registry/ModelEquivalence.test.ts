@@ -31,6 +31,7 @@ type Cmd =
   | { readonly op: "wipe"; readonly bucket: number }
   | { readonly op: "sweep" | "workers" }
   | { readonly op: "placement"; readonly namespace: string; readonly id: string }
+  | { readonly op: "resolveMany"; readonly resolves: ReadonlyArray<Extract<Cmd, { op: "resolve" }>> }
 
 /** Most runs start from a registered fleet past its cold start. */
 const FLEET: ReadonlyArray<Cmd> = [
@@ -48,8 +49,11 @@ const namespace = fc.constantFrom(...NAMESPACES)
 const id = fc.constantFrom(...IDS)
 const rarely = fc.constantFrom(false, false, false, false, true)
 const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
+const resolveCommand = fc.record({ op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: fc.option(worker, { nil: undefined }), excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit })
 const command: fc.Arbitrary<Cmd> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: fc.option(worker, { nil: undefined }), excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit }), weight: 8 },
+  { arbitrary: resolveCommand, weight: 8 },
+  // Concurrent resolves: the Redis layer batches them per bucket; answers must equal running them in order.
+  { arbitrary: fc.record({ op: fc.constant("resolveMany" as const), resolves: fc.array(resolveCommand, { minLength: 2, maxLength: 8 }) }), weight: 2 },
   fc.record({ op: fc.constant("register" as const), worker, namespaces: fc.subarray(NAMESPACES, { minLength: 1 }), headroom: fc.constantFrom(...HEADROOMS), draining: rarely }),
   { arbitrary: fc.record({ op: fc.constant("heartbeat" as const), worker, stale: rarely, headroom: fc.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
   fc.record({ op: fc.constant("deregister" as const), worker, stale: fc.boolean() }),
@@ -102,6 +106,8 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
       return run(backend.workers(now))
     case "placement":
       return run(backend.placement(bucketOf("", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd)))
+    case "resolveMany":
+      return Promise.all(cmd.resolves.map((resolve) => apply(backend, resolve, now, known, incarnation)))
     case "advance":
     case "wipe":
       return undefined
@@ -183,12 +189,23 @@ describe("registry model: embedded vs Redis", () => {
             continue
           }
           const incarnation = `inc${known.serial++}`
-          const before = cmd.op === "resolve" ? snapshotBefore(memory, cmd, now) : undefined
+          if (cmd.op === "resolve" || cmd.op === "resolveMany") {
+            const resolves = cmd.op === "resolve" ? [cmd] : cmd.resolves
+            const actual = apply(redis, cmd, now, known, incarnation)
+            const expected: Array<unknown> = []
+            for (const resolve of resolves) {
+              const before = snapshotBefore(memory, resolve, now)
+              const answer = await apply(memory, resolve, now, known, incarnation)
+              checkResolve(memory, resolve, now, known, answer, before)
+              expected.push(answer)
+            }
+            expect(await actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(cmd.op === "resolve" ? expected[0] : expected)
+            continue
+          }
           const expected = await apply(memory, cmd, now, known, incarnation)
           const actual = await apply(redis, cmd, now, known, incarnation)
           expect(actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(expected)
           if (cmd.op === "register") known.incarnations.set(cmd.worker, incarnation)
-          if (cmd.op === "resolve") checkResolve(memory, cmd, now, known, expected, before!)
         }
       }),
       { numRuns: 300 }

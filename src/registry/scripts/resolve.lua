@@ -1,47 +1,28 @@
--- DESIGN 5 in one atomic call.
--- ARGV: T, now, leaseMs, minLeaseLeftMs, balanceFactor, nackThreshold, nackWindowMs,
---       env, namespace, id, hostname, caller ("" for none), affinity, r1, r2, excluded...
--- Answers {"placed", worker, advertiseUrl, epoch, "0"|"1"}, {"unknown"}, {"cold", retryAfterMs}, {"none"}.
+-- DESIGN 5, for a batch of resolves on one bucket, each as if it ran alone, in order.
+-- ARGV: T, now (unused: each query has its own), leaseMs, minLeaseLeftMs, balanceFactor,
+--       nackThreshold, nackWindowMs, then one query per argument:
+--       "now\nenv\nnamespace\nid\nhostname\ncaller\naffinity\nr1 * 2^26\nr2 * 2^26\nexcluded,..."
+--       (caller "" for none; fields never contain "\n" or ",").
+-- Answers one string per query: "placed\nworker\nadvertiseUrl\nepoch\n0|1", "unknown",
+-- "cold\nretryAfterMs" or "none".
 local leaseMs = tonumber(ARGV[3])
 local minLeaseLeft = tonumber(ARGV[4])
 local balanceFactor = tonumber(ARGV[5])
 local nackThreshold = tonumber(ARGV[6])
 local nackWindowMs = tonumber(ARGV[7])
-local env, namespace, id, hostname = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local caller, affinity = ARGV[12], ARGV[13]
-local r1, r2 = tonumber(ARGV[14]), tonumber(ARGV[15])
 
-local mk = env .. "|" .. namespace
-local rk = mk .. "|" .. id
-local pkey = T .. ":p:" .. rk
--- The hot path first: a row exists only in a bucket already in use, for a registered
--- namespace, so serving it before touch() and the namespace check changes no answer.
-local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd")
-if row[1] then
-  local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url")
-  if rowLive(owner, row[2], row[4]) then return { "placed", row[1], owner[3], row[3], "0" } end
-  deleteRow(rk, row[1])
-end
-
-touch()
-if redis.call("SISMEMBER", T .. ":ns", mk) == 0 then return { "unknown" } end
-
-local coldUntil = tonumber(redis.call("GET", T .. ":cold")) + leaseMs
-if now < coldUntil then return { "cold", coldUntil - now } end
-
-local excluded = {}
-for i = 16, #ARGV do excluded[ARGV[i]] = true end
-local candidates = {}
--- ZRANGE of an all-zero-score set is in byte order of the worker ids.
-for _, worker in ipairs(redis.call("ZRANGE", T .. ":m:" .. mk, 0, -1)) do
-  local w = redis.call("HMGET", T .. ":w:" .. worker, "lease", "draining", "degraded", "nackStart", "nackCount", "headroom")
-  if w[1] and tonumber(w[1]) - now >= minLeaseLeft and w[2] ~= "1" and w[3] ~= "1"
-      and not nackDegraded(w[4], w[5], nackThreshold, nackWindowMs) and not excluded[worker] then
-    candidates[#candidates + 1] = { worker = worker, headroom = tonumber(w[6]) }
+local function split(text, separator)
+  local out, start = {}, 1
+  while true do
+    local at = string.find(text, separator, start, true)
+    if not at then
+      out[#out + 1] = string.sub(text, start)
+      return out
+    end
+    out[#out + 1] = string.sub(text, start, at - 1)
+    start = at + 1
   end
 end
-local n = #candidates
-if n == 0 then return { "none" } end
 
 -- Compares two sha1 hex digests without locale-dependent string ordering.
 local function hexGreater(a, b)
@@ -52,41 +33,77 @@ local function hexGreater(a, b)
   return false
 end
 
-local sum = 0
-for i = 1, n do sum = sum + candidates[i].headroom end
-local mean = sum / n
-
-local pick = nil
-for i = 1, n do
-  if candidates[i].worker == caller then pick = candidates[i] end
-end
-if not pick then
-  local bestScore = nil
+local function choose(candidates, caller, affinity, r1, r2)
+  local n = #candidates
+  local sum = 0
+  for i = 1, n do sum = sum + candidates[i].headroom end
+  local mean = sum / n
+  local pick = nil
   for i = 1, n do
-    local score = redis.sha1hex(affinity .. "\n" .. candidates[i].worker)
-    if not pick or hexGreater(score, bestScore) then
-      pick, bestScore = candidates[i], score
+    if candidates[i].worker == caller then pick = candidates[i] end
+  end
+  if not pick then
+    local bestScore = nil
+    for i = 1, n do
+      local score = redis.sha1hex(affinity .. "\n" .. candidates[i].worker)
+      if not pick or hexGreater(score, bestScore) then pick, bestScore = candidates[i], score end
     end
   end
+  if pick.headroom >= mean / balanceFactor or n == 1 then return pick end
+  local i = math.floor(r1 * n)
+  local j = math.floor(r2 * (n - 1))
+  if j >= i then j = j + 1 end
+  local first, second = candidates[i + 1], candidates[j + 1]
+  if second.headroom > first.headroom then return second end
+  return first
 end
 
-local chosen = pick
-if pick.headroom < mean / balanceFactor then
-  if n == 1 then
-    chosen = candidates[1]
-  else
-    local i = math.floor(r1 * n)
-    local j = math.floor(r2 * (n - 1))
-    if j >= i then j = j + 1 end
-    local first, second = candidates[i + 1], candidates[j + 1]
-    if second.headroom > first.headroom then chosen = second else chosen = first end
+local function resolveOne(q)
+  nowText = q[1]
+  now = tonumber(nowText)
+  local env, namespace, id, hostname, caller, affinity = q[2], q[3], q[4], q[5], q[6], q[7]
+  local mk = env .. "|" .. namespace
+  local rk = mk .. "|" .. id
+  local pkey = T .. ":p:" .. rk
+  -- The hot path first: a row exists only in a bucket already in use, for a registered
+  -- namespace, so serving it before touch() and the namespace check changes no answer.
+  local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd")
+  if row[1] then
+    local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url")
+    if rowLive(owner, row[2], row[4]) then return "placed\n" .. row[1] .. "\n" .. owner[3] .. "\n" .. row[3] .. "\n0" end
+    deleteRow(rk, row[1])
   end
+
+  touch()
+  if redis.call("SISMEMBER", T .. ":ns", mk) == 0 then return "unknown" end
+  local coldUntil = tonumber(redis.call("GET", T .. ":cold")) + leaseMs
+  if now < coldUntil then return "cold\n" .. string.format("%d", coldUntil - now) end
+
+  local excluded = {}
+  if q[10] ~= "" then
+    for _, worker in ipairs(split(q[10], ",")) do excluded[worker] = true end
+  end
+  local candidates = {}
+  -- ZRANGE of an all-zero-score set is in byte order of the worker ids.
+  for _, worker in ipairs(redis.call("ZRANGE", T .. ":m:" .. mk, 0, -1)) do
+    local w = redis.call("HMGET", T .. ":w:" .. worker, "lease", "draining", "degraded", "nackStart", "nackCount", "headroom")
+    if w[1] and tonumber(w[1]) - now >= minLeaseLeft and w[2] ~= "1" and w[3] ~= "1"
+        and not nackDegraded(w[4], w[5], nackThreshold, nackWindowMs) and not excluded[worker] then
+      candidates[#candidates + 1] = { worker = worker, headroom = tonumber(w[6]) }
+    end
+  end
+  if #candidates == 0 then return "none" end
+  local chosen = choose(candidates, caller, affinity, tonumber(q[8]) / 67108864, tonumber(q[9]) / 67108864)
+
+  redis.call("INCR", T .. ":epoch")
+  local epoch = redis.call("GET", T .. ":epoch")
+  local owner = redis.call("HMGET", T .. ":w:" .. chosen.worker, "inc", "url")
+  redis.call("HSET", pkey, "env", env, "ns", namespace, "id", id, "worker", chosen.worker, "inc", owner[1],
+    "epoch", epoch, "placedAt", nowText, "host", hostname, "tag", "", "wd", "0")
+  redis.call("SADD", T .. ":r:" .. chosen.worker, rk)
+  return "placed\n" .. chosen.worker .. "\n" .. owner[2] .. "\n" .. epoch .. "\n1"
 end
 
-redis.call("INCR", T .. ":epoch")
-local epoch = redis.call("GET", T .. ":epoch")
-local owner = redis.call("HMGET", T .. ":w:" .. chosen.worker, "inc", "url")
-redis.call("HSET", pkey, "env", env, "ns", namespace, "id", id, "worker", chosen.worker, "inc", owner[1],
-  "epoch", epoch, "placedAt", nowText, "host", hostname, "tag", "", "wd", "0")
-redis.call("SADD", T .. ":r:" .. chosen.worker, rk)
-return { "placed", chosen.worker, owner[2], epoch, "1" }
+local answers = {}
+for i = 8, #ARGV do answers[#answers + 1] = resolveOne(split(ARGV[i], "\n")) end
+return answers
