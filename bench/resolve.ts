@@ -189,23 +189,13 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
       )
     }
 
+  /** The resolve script called directly with one query, as a batch of one (see resolve.lua). */
   const directResolve = (i: number): Promise<unknown> => {
     const r = requests[i]!
     const tag = tags[bucketOfId[i]!]!
-    return commands["pinboard_resolve"]!(
-      `${tag}:cold`,
-      tag,
-      String(Date.now()),
-      ...fixed,
-      r.env,
-      r.namespace,
-      r.id,
-      r.hostname,
-      "",
-      r.affinity,
-      String(Math.random()),
-      String(Math.random())
-    )
+    const dice = () => Math.floor(Math.random() * 2 ** 26)
+    const query = [Date.now(), r.env, r.namespace, r.id, r.hostname, "", r.affinity, dice(), dice(), ""].join("\n")
+    return commands["pinboard_resolve"]!(`${tag}:cold`, tag, "0", ...fixed, query)
   }
 
   interface Kind {
@@ -223,6 +213,11 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
       name: "trivial",
       what: "EVALSHA `return 1` with one key in the id's bucket, async loop per caller",
       run: promiseCallers((i) => commands["bench_trivial"]!(trivialKeys[bucketOfId[i]!]!))
+    },
+    trivialEffect: {
+      name: "trivialEffect",
+      what: "EVALSHA `return 1` with one key in the id's bucket, through Effect.tryPromise, one fiber per caller",
+      run: fiberCallers((i) => Effect.tryPromise(() => commands["bench_trivial"]!(trivialKeys[bucketOfId[i]!]!)))
     },
     direct: {
       name: "direct",
@@ -250,7 +245,7 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
       )
     }
   }
-  const kinds = onlyKinds ?? (layers ? ["resolve", "trivial", "direct", "backend", "runPromise"] : ["resolve", "trivial"])
+  const kinds = onlyKinds ?? (layers ? ["resolve", "trivial", "trivialEffect", "direct", "backend", "runPromise"] : ["resolve", "trivial"])
   for (const name of kinds) if (KINDS[name] === undefined) throw new Error(`--only=: unknown kind ${name} (${Object.keys(KINDS).join(", ")})`)
 
   // ---------------------------------------------------------------------------------------
