@@ -17,7 +17,7 @@ import { bucketOf } from "../src/registry/Bucket.js"
 import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
 import { clientOptions, defineScripts, makeRedisBackend } from "../src/registry/Redis.js"
 import { makeRegistry, policyOf, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
-import { startRedisServer, type RedisServer } from "./support.js"
+import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 
 const DEFAULT_LEVELS = [1, 16, 64]
 const IDS = 10_000

@@ -2,12 +2,9 @@
 // periodic sweep leaves only each bucket's fixed keys within two leases.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
-import type { Redis } from "ioredis"
-import { afterAll, beforeAll } from "vitest"
 import { configForTests } from "../../src/Config.js"
 import * as Registry from "../../src/registry/Registry.js"
-import { connect, countKeys } from "../support/RedisBackend.js"
-import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
+import { countKeys, useRedis } from "../support/RedisBackend.js"
 
 const LEASE = 15_000
 const BUCKETS = 16
@@ -15,22 +12,13 @@ const PLACEMENTS = 10_000
 /** What a bucket keeps whatever its history: cold-start marker, epoch counter, namespaces. */
 const FIXED_KEYS_PER_BUCKET = 3
 
-let server: RedisServer
-let client: Redis
-beforeAll(async () => {
-  server = await startRedisServer()
-  client = await connect(server.port)
-})
-afterAll(async () => {
-  client?.disconnect()
-  await server?.stop()
-})
+const redis = useRedis()
 
 const realPause = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 25)))
 const untilKeysAtMost = (bound: number) =>
   Effect.gen(function* () {
     for (let i = 0; i < 200; i++) {
-      if ((yield* Effect.promise(() => countKeys(client, "bounded"))) <= bound) return
+      if ((yield* Effect.promise(() => countKeys(redis.client, "bounded"))) <= bound) return
       yield* realPause
     }
   })
@@ -44,7 +32,7 @@ describe("bounded memory on Redis", () => {
         const config = configForTests({
           leaseMs: LEASE,
           buckets: BUCKETS,
-          redis: { url: `redis://127.0.0.1:${server.port}`, cluster: undefined, prefix: "bounded" }
+          redis: { url: `redis://127.0.0.1:${redis.server.port}`, cluster: undefined, prefix: "bounded" }
         })
         const registry = Context.get(yield* Layer.build(Registry.layer(config)), Registry.Registry)
         const workers = ["w1", "w2", "w3", "w4"]
@@ -64,13 +52,13 @@ describe("bounded memory on Redis", () => {
           (id) => registry.resolve({ env: "", namespace: "/threads", id, hostname: "", caller: undefined, affinity: id, excluded: [] }),
           { concurrency: 64, discard: true }
         )
-        expect(yield* Effect.promise(() => countKeys(client, "bounded"))).toBeGreaterThan(PLACEMENTS)
+        expect(yield* Effect.promise(() => countKeys(redis.client, "bounded"))).toBeGreaterThan(PLACEMENTS)
 
         // The workers stop heartbeating; the sweep runs every half lease.
         yield* TestClock.adjust(LEASE)
         yield* TestClock.adjust(LEASE)
         yield* untilKeysAtMost(FIXED_KEYS_PER_BUCKET * BUCKETS)
-        expect(yield* Effect.promise(() => countKeys(client, "bounded"))).toBeLessThanOrEqual(FIXED_KEYS_PER_BUCKET * BUCKETS)
+        expect(yield* Effect.promise(() => countKeys(redis.client, "bounded"))).toBeLessThanOrEqual(FIXED_KEYS_PER_BUCKET * BUCKETS)
         expect(yield* registry.workers).toEqual([])
       }),
     60_000

@@ -2,15 +2,12 @@
 // 410 lease lost, wind-down deadlines, the nack window, epochs across a wipe.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, TestClock } from "effect"
-import type { Redis } from "ioredis"
-import { afterAll, beforeAll } from "vitest"
 import { bucketOf } from "../../src/registry/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
-import { connect, redisBackend, wipeBucket } from "../support/RedisBackend.js"
-import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
+import { redisBackend, useRedis, wipeBucket } from "../support/RedisBackend.js"
 
 const LEASE = 15_000
 const BUCKETS = 4
@@ -25,17 +22,8 @@ interface Subject {
   readonly wipe: (bucket: number) => Effect.Effect<void>
 }
 
-let server: RedisServer
-let client: Redis
+const redis = useRedis()
 let prefixes = 0
-beforeAll(async () => {
-  server = await startRedisServer()
-  client = await connect(server.port)
-})
-afterAll(async () => {
-  client?.disconnect()
-  await server?.stop()
-})
 
 const subjects: ReadonlyArray<readonly [string, () => Subject]> = [
   [
@@ -50,8 +38,8 @@ const subjects: ReadonlyArray<readonly [string, () => Subject]> = [
     () => {
       const prefix = `life${prefixes++}`
       return {
-        registry: makeRegistry(redisBackend(client, prefix, BUCKETS, policy), policy),
-        wipe: (b) => Effect.promise(() => wipeBucket(client, prefix, b))
+        registry: makeRegistry(redisBackend(redis.client, prefix, BUCKETS, policy), policy),
+        wipe: (b) => Effect.promise(() => wipeBucket(redis.client, prefix, b))
       }
     }
   ]

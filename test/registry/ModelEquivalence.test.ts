@@ -2,15 +2,13 @@
 // redis-server side by side. Every answer must be equal, and the invariants of routing.md
 // and DESIGN 3 to 5 must hold throughout.
 import { Effect, FastCheck as fc } from "effect"
-import type { Redis } from "ioredis"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { RegistryBackend } from "../../src/registry/Backend.js"
 import { bucketOf } from "../../src/registry/Bucket.js"
 import { memberKey, rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
 import { byWorkerId, choosePlacement, isPlaceable } from "../../src/registry/Placement.js"
-import { connect, redisBackend, wipeBucket } from "../support/RedisBackend.js"
-import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
+import { redisBackend, useRedis, wipeBucket } from "../support/RedisBackend.js"
 
 const BUCKETS = 3
 const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }
@@ -155,18 +153,8 @@ const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve"
 }
 
 describe("registry model: embedded vs Redis", () => {
-  let server: RedisServer
-  let client: Redis
+  const live = useRedis()
   let runs = 0
-
-  beforeAll(async () => {
-    server = await startRedisServer()
-    client = await connect(server.port)
-  })
-  afterAll(async () => {
-    client?.disconnect()
-    await server?.stop()
-  })
 
   it("answers equally at every step and keeps the invariants", async () => {
     await fc.assert(
@@ -174,7 +162,7 @@ describe("registry model: embedded vs Redis", () => {
         const cmds = fleet ? [...FLEET, ...random] : random
         const prefix = `m${runs++}`
         const memory = makeMemoryBackend(BUCKETS, policy)
-        const redis = redisBackend(client, prefix, BUCKETS, policy)
+        const redis = redisBackend(live.client, prefix, BUCKETS, policy)
         const known: Knowledge = { incarnations: new Map(), epochs: new Map(), maxEpoch: new Map(), serial: 0 }
         let now = 1_700_000_000_000
         for (const cmd of cmds) {
@@ -185,7 +173,7 @@ describe("registry model: embedded vs Redis", () => {
           }
           if (cmd.op === "wipe") {
             memory.wipe(cmd.bucket)
-            await wipeBucket(client, prefix, cmd.bucket)
+            await wipeBucket(live.client, prefix, cmd.bucket)
             continue
           }
           const incarnation = `inc${known.serial++}`

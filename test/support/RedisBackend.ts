@@ -1,5 +1,7 @@
 // A Redis backend on a test's own redis-server, plus a bucket wipe as an operator would do it.
 import { Redis } from "ioredis"
+import { afterAll, beforeAll } from "vitest"
+import { startRedisServer, type RedisServer } from "./RedisServer.js"
 import { defineScripts, makeRedisBackend } from "../../src/registry/Redis.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 
@@ -21,3 +23,17 @@ export const wipeBucket = async (client: Redis, prefix: string, bucket: number):
 
 export const countKeys = async (client: Redis, prefix: string): Promise<number> =>
   (await client.keys(`\\{${prefix}:*`)).length
+
+/** A redis-server and a connected client for the tests of one file, stopped after them. */
+export const useRedis = (): { readonly server: RedisServer; readonly client: Redis } => {
+  const handle = {} as { server: RedisServer; client: Redis }
+  beforeAll(async () => {
+    handle.server = await startRedisServer()
+    handle.client = await connect(handle.server.port)
+  })
+  afterAll(async () => {
+    handle.client?.disconnect()
+    await handle.server?.stop()
+  })
+  return handle
+}

@@ -1,4 +1,5 @@
-// A real redis-server for tests: started on a free loopback port, stopped by its pid.
+// A real redis-server for tests and benchmarks: started on a free loopback port (never
+// 6379), no persistence, stopped by its pid.
 import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import net from "node:net"
@@ -10,6 +11,8 @@ export interface RedisServer {
   readonly url: string
   readonly pid: number
   readonly stop: () => Promise<void>
+  /** For exit paths that cannot wait: kills the server by its pid. */
+  readonly stopSync: () => void
 }
 
 export const freePort = (): Promise<number> =>
@@ -24,46 +27,71 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+const ping = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.write("PING\r\n")
+      socket.once("data", (data) => {
+        socket.destroy()
+        resolve(data.toString().startsWith("+PONG"))
+      })
+    })
+    socket.once("error", () => resolve(false))
+  })
+
 const waitForPort = async (port: number, child: ChildProcess, deadlineMs: number): Promise<void> => {
   const started = performance.now()
   for (;;) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`)
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, "127.0.0.1")
-      socket.once("connect", () => {
-        socket.write("PING\r\n")
-        socket.once("data", (data) => {
-          socket.destroy()
-          resolve(data.toString().startsWith("+PONG"))
-        })
-      })
-      socket.once("error", () => resolve(false))
-    })
-    if (ok) return
+    if (await ping(port)) return
     if (performance.now() - started > deadlineMs) throw new Error("redis-server did not start")
     await new Promise((r) => setTimeout(r, 20))
   }
 }
 
-export const startRedisServer = async (port?: number): Promise<RedisServer> => {
-  const chosen = port ?? (await freePort())
-  if (chosen === 6379) throw new Error("tests never use port 6379")
+export const startRedisServer = async (fixedPort?: number): Promise<RedisServer> => {
+  const port = fixedPort ?? (await freePort())
+  if (port === 6379) throw new Error("never port 6379: this machine's own Redis runs there")
   const dir = mkdtempSync(join(tmpdir(), "pinboard-redis-"))
   const child = spawn(
     "redis-server",
-    ["--port", String(chosen), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"],
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"],
     { stdio: "ignore" }
   )
-  await waitForPort(chosen, child, 10_000)
-  const pid = child.pid!
+  child.on("error", () => {
+    // spawn failures show as a missing pid or an early exit below
+  })
+  const pid = child.pid
+  const exited = () => child.exitCode !== null || child.signalCode !== null
+  const stopSync = () => {
+    if (pid !== undefined && !exited()) {
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    if (pid === undefined) throw new Error("redis-server did not spawn (is it on PATH?)")
+    await waitForPort(port, child, 10_000)
+  } catch (error) {
+    stopSync()
+    throw error
+  }
   const stop = () =>
     new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve()
+      if (exited()) {
+        rmSync(dir, { recursive: true, force: true })
+        return resolve()
+      }
       child.once("exit", () => {
         rmSync(dir, { recursive: true, force: true })
         resolve()
       })
       process.kill(pid, "SIGKILL")
     })
-  return { port: chosen, url: `redis://127.0.0.1:${chosen}`, pid, stop }
+  return { port, url: `redis://127.0.0.1:${port}`, pid, stop, stopSync }
 }
