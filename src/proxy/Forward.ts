@@ -36,10 +36,11 @@ export const forward = (req: IncomingMessage, res: ServerResponse, address: Addr
       res.writeHead(response.statusCode ?? 502, relayResponseHeaders(response.headers, req.headers.origin))
       response.pipe(res)
       response.on("error", () => res.destroy())
-      res.on("close", () => {
-        if (!response.complete) response.destroy()
-        resume(Effect.void)
-      })
+    })
+    // Done, or the client went away: then the upstream exchange is abandoned too.
+    res.on("close", () => {
+      if (!res.writableFinished) upstream.destroy()
+      resume(Effect.void)
     })
     upstream.on("error", (cause) => {
       if (res.headersSent) {
