@@ -3,12 +3,24 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
-import { loadConfig } from "./Config.js"
+import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
 import { ServerLive } from "./http/Server.js"
 import * as Registry from "./registry/Registry.js"
 
+/** Options this build cannot honour yet: refusing to start beats serving without them. */
+const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig, ConfigInvalid> => {
+  if (config.namespaces !== undefined) {
+    return new ConfigInvalid({ message: "namespaces: data-plane rules are not enforced by this build yet; remove them to run open" })
+  }
+  if (config.hostnameAware) {
+    return new ConfigInvalid({ message: "hostnameAware: hostname-aware mode is not available in this build yet" })
+  }
+  return Effect.succeed(config)
+}
+
 const program = Effect.gen(function* () {
   const config = yield* loadConfig({ argv: process.argv.slice(2), env: process.env }).pipe(
+    Effect.flatMap(refuseUnsupported),
     Effect.catchTag("ConfigInvalid", (error) =>
       Effect.sync(() => {
         process.stderr.write(`pinboard: invalid configuration: ${error.message}\n`)
