@@ -1,5 +1,7 @@
 // The built binary: an invalid configuration exits 2 naming the field; SIGTERM exits 0.
-import { existsSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { freePort, spawnProcess } from "../support/Processes.js"
 
@@ -24,6 +26,16 @@ describe("pinboard binary", () => {
     const child = run(env)
     expect(await child.exited).toEqual({ code: 2, signal: null })
     expect(child.lines.join("\n")).toMatch(message)
+  })
+
+  it("refuses data-plane rules until they are enforced", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pinboard-config-"))
+    const file = join(dir, "pinboard.json")
+    writeFileSync(file, JSON.stringify({ token: "t", namespaces: [{ namespace: "/public", auth: "none" }] }))
+    const child = run({}, ["--config", file])
+    expect(await child.exited).toEqual({ code: 2, signal: null })
+    expect(child.lines.join("\n")).toMatch(/namespaces: data-plane rules are not enforced/)
+    rmSync(dir, { recursive: true, force: true })
   })
 
   it("answers the probes, and exits 0 on SIGTERM", async () => {
