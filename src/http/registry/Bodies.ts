@@ -3,7 +3,8 @@
 import { Either, ParseResult, Schema } from "effect"
 import { InvalidRequest } from "../../Errors.js"
 
-const expected = (what: string) => ({ message: () => `expected ${what}` })
+/** The message for any failure of the field, its type included. */
+const expected = (what: string) => ({ message: () => ({ message: `expected ${what}`, override: true }) })
 
 const NAME = /^[A-Za-z0-9._~-]{1,128}$/
 const ID = /^[A-Za-z0-9._~-]{1,256}$/
@@ -46,9 +47,10 @@ export const AdvertiseUrl = Schema.String.pipe(Schema.filter(isAdvertiseUrl)).an
 export const RegisterBody = Schema.Struct({
   worker: WorkerId,
   advertiseUrl: AdvertiseUrl,
-  namespaces: Schema.Array(Namespace).pipe(Schema.minItems(1), Schema.maxItems(1024)).annotations(
-    expected("a list of 1-1024 namespaces")
-  ),
+  // Messages without override here, so that a bad element is reported as namespaces[i].
+  namespaces: Schema.Array(Namespace)
+    .annotations({ message: () => "expected a list of namespaces" })
+    .pipe(Schema.filter((list) => list.length >= 1 && list.length <= 1024, { message: () => "expected a list of 1-1024 namespaces" })),
   headroom: Headroom,
   draining: Schema.optionalWith(Flag, { exact: true }),
   epoch: Schema.optionalWith(Epoch, { exact: true })

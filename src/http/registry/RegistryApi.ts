@@ -37,7 +37,7 @@ const body = <A, I>(req: IncomingMessage, schema: Schema.Schema<A, I>) =>
   Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => fromEither(decodeBody(schema, input)))
 
 const registrationsOf = (namespaces: ReadonlyArray<string>): ReadonlyArray<NamespaceRegistration> =>
-  namespaces.map((namespace) => ({ namespace, hostname: "", env: "" }))
+  [...new Set(namespaces)].map((namespace) => ({ namespace, hostname: "", env: "" }))
 
 const workerJson = (config: PinboardConfig) => (view: WorkerView) => ({
   worker: view.worker,
@@ -74,12 +74,13 @@ export const handleRegistry = (req: IncomingMessage) =>
     const url = new URL(req.url ?? "/", "http://pinboard")
     const path = url.pathname.split("/").slice(2)
     const method = req.method ?? "GET"
-    const only = (allowed: string) => (method === allowed ? Effect.void : new MethodNotAllowed())
+    const only = (allowed: "GET" | "POST" | "DELETE") =>
+      method === allowed || (allowed === "GET" && method === "HEAD") ? Effect.void : new MethodNotAllowed()
 
     switch (path[0]) {
       case "workers": {
         if (path.length === 1) {
-          if (method === "GET") return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
+          if (method === "GET" || method === "HEAD") return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
           yield* only("POST")
           const input = yield* body(req, RegisterBody)
           return ok(
