@@ -11,19 +11,6 @@ local balanceFactor = tonumber(ARGV[5])
 local nackThreshold = tonumber(ARGV[6])
 local nackWindowMs = tonumber(ARGV[7])
 
-local function split(text, separator)
-  local out, start = {}, 1
-  while true do
-    local at = string.find(text, separator, start, true)
-    if not at then
-      out[#out + 1] = string.sub(text, start)
-      return out
-    end
-    out[#out + 1] = string.sub(text, start, at - 1)
-    start = at + 1
-  end
-end
-
 -- Compares two sha1 hex digests without locale-dependent string ordering.
 local function hexGreater(a, b)
   for i = 1, 40, 10 do
@@ -58,10 +45,10 @@ local function choose(candidates, caller, affinity, r1, r2)
   return first
 end
 
-local function resolveOne(q)
-  nowText = q[1]
+local function resolveOne(query)
+  local env, namespace, id, rest
+  nowText, env, namespace, id, rest = string.match(query, "^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$")
   now = tonumber(nowText)
-  local env, namespace, id, hostname, caller, affinity = q[2], q[3], q[4], q[5], q[6], q[7]
   local mk = env .. "|" .. namespace
   local rk = mk .. "|" .. id
   local pkey = T .. ":p:" .. rk
@@ -79,10 +66,9 @@ local function resolveOne(q)
   local coldUntil = tonumber(redis.call("GET", T .. ":cold")) + leaseMs
   if now < coldUntil then return "cold\n" .. string.format("%d", coldUntil - now) end
 
+  local hostname, caller, affinity, r1, r2, excludedList = string.match(rest, "^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$")
   local excluded = {}
-  if q[10] ~= "" then
-    for _, worker in ipairs(split(q[10], ",")) do excluded[worker] = true end
-  end
+  for worker in string.gmatch(excludedList, "[^,]+") do excluded[worker] = true end
   local candidates = {}
   -- ZRANGE of an all-zero-score set is in byte order of the worker ids.
   for _, worker in ipairs(redis.call("ZRANGE", T .. ":m:" .. mk, 0, -1)) do
@@ -93,7 +79,7 @@ local function resolveOne(q)
     end
   end
   if #candidates == 0 then return "none" end
-  local chosen = choose(candidates, caller, affinity, tonumber(q[8]) / 67108864, tonumber(q[9]) / 67108864)
+  local chosen = choose(candidates, caller, affinity, tonumber(r1) / 67108864, tonumber(r2) / 67108864)
 
   redis.call("INCR", T .. ":epoch")
   local epoch = redis.call("GET", T .. ":epoch")
@@ -105,5 +91,5 @@ local function resolveOne(q)
 end
 
 local answers = {}
-for i = 8, #ARGV do answers[#answers + 1] = resolveOne(split(ARGV[i], "\n")) end
+for i = 8, #ARGV do answers[#answers + 1] = resolveOne(ARGV[i]) end
 return answers
