@@ -159,5 +159,3 @@ export const catalogue = [
   { example: new NotPlaced(), when: "`GET /registry/placements/...` for an id with no placement row." },
   { example: new NotReady({ reason: "shutting down" }), when: "`/readyz` while shutting down, when the registry does not answer within 1 s, or when its clock is more than 1 s off." }
 ] as const
-
-export type CatalogueError = (typeof catalogue)[number]["example"]

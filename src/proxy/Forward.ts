@@ -2,7 +2,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import https from "node:https"
 import { Effect } from "effect"
-import type { Address } from "../Address.js"
+import { formatAddress, type Address } from "../Address.js"
 import { BadGateway } from "../Errors.js"
 import type { Placement } from "../registry/Registry.js"
 import { forwardRequestHeaders, peerAddress, relayResponseHeaders } from "./Headers.js"
@@ -16,7 +16,7 @@ const agents = {
 const targetOf = (advertiseUrl: string, address: Address) => {
   const base = new URL(advertiseUrl)
   const prefix = base.pathname.endsWith("/") ? base.pathname.slice(0, -1) : base.pathname
-  return { base, path: `${prefix}${address.namespace}/${address.id}${address.rest}${address.query}` }
+  return { base, path: `${prefix}${formatAddress(address)}` }
 }
 
 export const forward = (req: IncomingMessage, res: ServerResponse, address: Address, placement: Placement) =>

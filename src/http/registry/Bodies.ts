@@ -1,19 +1,20 @@
 // The registry API's request bodies and path parameters (DESIGN 4), as Schemas whose
 // failures name the field and what was expected.
 import { Either, ParseResult, Schema } from "effect"
+import { isValidId, isValidNamespace } from "../../Address.js"
 import { InvalidRequest } from "../../Errors.js"
 
 /** The message for any failure of the field, its type included. */
 const expected = (what: string) => ({ message: () => ({ message: `expected ${what}`, override: true }) })
 
-const NAME = /^[A-Za-z0-9._~-]{1,128}$/
-const ID = /^[A-Za-z0-9._~-]{1,256}$/
-
-export const WorkerId = Schema.String.pipe(Schema.pattern(NAME)).annotations(expected("1-128 characters of [A-Za-z0-9._~-]"))
-export const Namespace = Schema.String.pipe(Schema.pattern(/^\/[A-Za-z0-9._~-]{1,128}$/)).annotations(
+export const WorkerId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{1,128}$/)).annotations(
+  expected("1-128 characters of [A-Za-z0-9._~-]")
+)
+// The same rules as request paths (routing.md "Addressing").
+export const Namespace = Schema.String.pipe(Schema.filter(isValidNamespace)).annotations(
   expected('"/" followed by 1-128 characters of [A-Za-z0-9._~-]')
 )
-export const InstanceId = Schema.String.pipe(Schema.pattern(ID)).annotations(expected("1-256 characters of [A-Za-z0-9._~-]"))
+export const InstanceId = Schema.String.pipe(Schema.filter(isValidId)).annotations(expected("1-256 characters of [A-Za-z0-9._~-]"))
 export const Env = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{0,128}$/)).annotations(
   expected("0-128 characters of [A-Za-z0-9._~-]")
 )
