@@ -1,11 +1,15 @@
 // Writes Pinboard's own responses: catalogue rows and registry API answers.
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { APPLICATION_JSON, retryAfterSeconds, type Reply } from "../Errors.js"
+import { withCors } from "../proxy/Headers.js"
 
-/** The seed's CORS rule, which also covers Pinboard's own responses. */
-const corsHeaders = (req: IncomingMessage): Record<string, string> => {
-  const origin = req.headers.origin
-  return origin === undefined ? {} : { "access-control-allow-origin": origin, vary: "origin" }
+/** Methods that read: probes and registry reads take both, and HEAD gets no body. */
+export const isReadMethod = (method: string | undefined): boolean => method === "GET" || method === "HEAD"
+
+const send = (req: IncomingMessage, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body?: string): void => {
+  if (body !== undefined) headers["content-length"] = Buffer.byteLength(body)
+  res.writeHead(status, withCors(headers, req.headers.origin))
+  res.end(req.method === "HEAD" ? undefined : body)
 }
 
 export const writeReply = (req: IncomingMessage, res: ServerResponse, reply: Reply): void => {
@@ -13,23 +17,10 @@ export const writeReply = (req: IncomingMessage, res: ServerResponse, reply: Rep
     res.destroy()
     return
   }
-  const headers: Record<string, string | number> = {
-    "content-type": reply.contentType,
-    "content-length": Buffer.byteLength(reply.body),
-    ...corsHeaders(req)
-  }
-  if (reply.retryAfterMs !== undefined) headers["retry-after"] = retryAfterSeconds(reply.retryAfterMs)
-  res.writeHead(reply.status, headers)
-  res.end(req.method === "HEAD" ? undefined : reply.body)
+  const headers: OutgoingHttpHeaders = { "content-type": reply.contentType }
+  if (reply.retryAfterMs !== undefined) headers["retry-after"] = String(retryAfterSeconds(reply.retryAfterMs))
+  send(req, res, reply.status, headers, reply.body)
 }
 
-export const writeJson = (req: IncomingMessage, res: ServerResponse, status: number, json: unknown): void => {
-  if (json === undefined) {
-    res.writeHead(status, corsHeaders(req))
-    res.end()
-    return
-  }
-  const body = JSON.stringify(json)
-  res.writeHead(status, { "content-type": APPLICATION_JSON, "content-length": Buffer.byteLength(body), ...corsHeaders(req) })
-  res.end(req.method === "HEAD" ? undefined : body)
-}
+export const writeJson = (req: IncomingMessage, res: ServerResponse, status: number, json: unknown): void =>
+  json === undefined ? send(req, res, status, {}) : send(req, res, status, { "content-type": APPLICATION_JSON }, JSON.stringify(json))

@@ -8,7 +8,7 @@ import { handleInstanceRequest } from "../pipeline/Pipeline.js"
 import type { Registry } from "../registry/Registry.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./registry/RegistryApi.js"
-import { writeJson, writeReply } from "./Reply.js"
+import { isReadMethod, writeJson, writeReply } from "./Reply.js"
 
 type Route = "healthz" | "readyz" | "registry" | "instance"
 
@@ -26,7 +26,7 @@ const routeOf = (url: string): Route => {
 }
 
 const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
-  req.method === "GET" || req.method === "HEAD" ? answer : new MethodNotAllowed()
+  isReadMethod(req.method) ? answer : new MethodNotAllowed()
 
 /** Every error in a handler's channel carries its catalogue reply; anything else is a defect. */
 const respond = <E extends { readonly reply: Reply }, R>(

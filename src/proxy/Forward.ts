@@ -12,10 +12,29 @@ const agents = {
   "https:": new https.Agent({ keepAlive: true })
 }
 
+interface Upstream {
+  readonly base: URL
+  readonly prefix: string
+}
+
+/** advertiseUrls parsed once; few and long-lived (one per worker), so a small cap suffices. */
+const upstreams = new Map<string, Upstream>()
+const MAX_CACHED_UPSTREAMS = 4096
+
+const upstreamOf = (advertiseUrl: string): Upstream => {
+  let upstream = upstreams.get(advertiseUrl)
+  if (upstream === undefined) {
+    if (upstreams.size >= MAX_CACHED_UPSTREAMS) upstreams.clear()
+    const base = new URL(advertiseUrl)
+    upstream = { base, prefix: base.pathname.endsWith("/") ? base.pathname.slice(0, -1) : base.pathname }
+    upstreams.set(advertiseUrl, upstream)
+  }
+  return upstream
+}
+
 /** advertiseUrl (with its path prefix) plus the raw path and query, byte for byte (DESIGN 9). */
 const targetOf = (advertiseUrl: string, address: Address) => {
-  const base = new URL(advertiseUrl)
-  const prefix = base.pathname.endsWith("/") ? base.pathname.slice(0, -1) : base.pathname
+  const { base, prefix } = upstreamOf(advertiseUrl)
   return { base, path: `${prefix}${formatAddress(address)}` }
 }
 

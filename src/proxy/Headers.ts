@@ -3,15 +3,18 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"])
 
+const isFixedHopByHop = (name: string): boolean => HOP_BY_HOP.has(name) || name.startsWith("proxy-")
+
 /** Hop-by-hop names: the fixed list, `proxy-*`, and any named in `Connection`. */
 const hopByHop = (headers: IncomingHttpHeaders): (name: string) => boolean => {
+  if (headers.connection === undefined) return isFixedHopByHop
   const listed = new Set(
     String(headers.connection ?? "")
       .split(",")
       .map((name) => name.trim().toLowerCase())
       .filter((name) => name !== "")
   )
-  return (name) => HOP_BY_HOP.has(name) || name.startsWith("proxy-") || listed.has(name)
+  return (name) => isFixedHopByHop(name) || listed.has(name)
 }
 
 export const forwardRequestHeaders = (
@@ -37,11 +40,19 @@ export const relayResponseHeaders = (headers: IncomingHttpHeaders, origin: strin
     out[name] = headers[name]
   }
   out["x-accel-buffering"] = "no"
-  if (origin !== undefined && out["access-control-allow-origin"] === undefined) {
-    out["access-control-allow-origin"] = origin
-    out["vary"] = out["vary"] === undefined ? "origin" : `${String(out["vary"])}, origin`
+  return withCors(out, origin)
+}
+
+/**
+ * The seed's CORS rule, for worker responses and Pinboard's own alike: a request with an
+ * `Origin` whose response has no `Access-Control-Allow-Origin` gets it, and `Vary: origin`.
+ */
+export const withCors = (headers: OutgoingHttpHeaders, origin: string | undefined): OutgoingHttpHeaders => {
+  if (origin !== undefined && headers["access-control-allow-origin"] === undefined) {
+    headers["access-control-allow-origin"] = origin
+    headers["vary"] = headers["vary"] === undefined ? "origin" : `${String(headers["vary"])}, origin`
   }
-  return out
+  return headers
 }
 
 /** The observed peer; an IPv4-mapped IPv6 address is written as IPv4 (DESIGN 5). */

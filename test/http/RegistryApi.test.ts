@@ -683,6 +683,11 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
     }
 
     const MiB = 1024 * 1024
+    /** A release body padded with an unknown field to exactly `bytes` bytes. */
+    const releaseBodyOfSize = (bytes: number) => {
+      const body = JSON.stringify({ ...releaseBody(), pad: "" })
+      return body.replace('"pad":""', `"pad":"${"a".repeat(bytes - body.length)}"`)
+    }
     cases.push(
       {
         name: "register: a 1 MiB body with Content-Length",
@@ -694,19 +699,13 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
       {
         name: "release: exactly 64 KiB is read (and its unknown field refused)",
         path: () => "/registry/release",
-        raw: () => {
-          const body = JSON.stringify({ ...releaseBody(), pad: "" })
-          return body.replace('"pad":""', `"pad":"${"a".repeat(64 * 1024 - body.length)}"`)
-        },
+        raw: () => releaseBodyOfSize(64 * 1024),
         field: "pad"
       },
       {
         name: "release: 64 KiB + 1 byte",
         path: () => "/registry/release",
-        raw: () => {
-          const body = JSON.stringify({ ...releaseBody(), pad: "" })
-          return body.replace('"pad":""', `"pad":"${"a".repeat(64 * 1024 + 1 - body.length)}"`)
-        },
+        raw: () => releaseBodyOfSize(64 * 1024 + 1),
         status: 413,
         error: "body too large"
       }

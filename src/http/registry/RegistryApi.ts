@@ -1,12 +1,13 @@
 // The registry HTTP API (DESIGN 4): deployment token, routes, bodies, answers.
 import type { IncomingMessage } from "node:http"
-import { Effect, type Either, type Schema } from "effect"
+import { Effect, type Schema } from "effect"
 import { AppConfig } from "../../AppConfig.js"
 import type { PinboardConfig } from "../../Config.js"
 import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../../Errors.js"
 import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../../registry/Domain.js"
 import { Registry } from "../../registry/Registry.js"
 import { readJson, REGISTRY_BODY_LIMIT } from "../Body.js"
+import { isReadMethod } from "../Reply.js"
 import { tokenMatches } from "./DeploymentToken.js"
 import {
   decodeBody,
@@ -31,10 +32,8 @@ const ok = (json: unknown): ApiAnswer => ({ status: 200, json })
 const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } | { _tag: "Conflict"; current: string | null }): ApiAnswer =>
   outcome._tag === "Done" ? ok({ [field]: true }) : { status: 409, json: { [field]: false, epoch: outcome.current } }
 
-const fromEither = <A, E>(either: Either.Either<A, E>): Effect.Effect<A, E> => either
-
 const body = <A, I>(req: IncomingMessage, schema: Schema.Schema<A, I>) =>
-  Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => fromEither(decodeBody(schema, input)))
+  Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => decodeBody(schema, input))
 
 const registrationsOf = (namespaces: ReadonlyArray<string>): ReadonlyArray<NamespaceRegistration> =>
   [...new Set(namespaces)].map((namespace) => ({ namespace, hostname: "", env: "" }))
@@ -75,12 +74,12 @@ export const handleRegistry = (req: IncomingMessage) =>
     const path = url.pathname.split("/").slice(2)
     const method = req.method ?? "GET"
     const only = (allowed: "GET" | "POST" | "DELETE") =>
-      method === allowed || (allowed === "GET" && method === "HEAD") ? Effect.void : new MethodNotAllowed()
+      method === allowed || (allowed === "GET" && isReadMethod(method)) ? Effect.void : new MethodNotAllowed()
 
     switch (path[0]) {
       case "workers": {
         if (path.length === 1) {
-          if (method === "GET" || method === "HEAD") return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
+          if (isReadMethod(method)) return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
           yield* only("POST")
           const input = yield* body(req, RegisterBody)
           return ok(
@@ -93,10 +92,10 @@ export const handleRegistry = (req: IncomingMessage) =>
             })
           )
         }
-        const worker = yield* fromEither(decodeParam(WorkerId, "worker", decodeURIComponentSafe(path[1]!)))
+        const worker = yield* decodeParam(WorkerId, "worker", decodeURIComponentSafe(path[1]!))
         if (path.length === 2) {
           yield* only("DELETE")
-          const incarnation = yield* fromEither(decodeParam(Incarnation, "incarnation", url.searchParams.get("incarnation")))
+          const incarnation = yield* decodeParam(Incarnation, "incarnation", url.searchParams.get("incarnation"))
           yield* registry.deregister(worker, incarnation)
           return { status: 204 }
         }
@@ -128,9 +127,9 @@ export const handleRegistry = (req: IncomingMessage) =>
       case "placements": {
         if (path.length !== 3) return yield* new RouteNotFound()
         yield* only("GET")
-        const namespace = yield* fromEither(decodeParam(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`))
-        const id = yield* fromEither(decodeParam(InstanceId, "id", decodeURIComponentSafe(path[2]!)))
-        const env = yield* fromEither(decodeParam(Env, "env", url.searchParams.get("env") ?? ""))
+        const namespace = yield* decodeParam(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`)
+        const id = yield* decodeParam(InstanceId, "id", decodeURIComponentSafe(path[2]!))
+        const env = yield* decodeParam(Env, "env", url.searchParams.get("env") ?? "")
         return ok(placementJson(yield* registry.placement({ env, namespace, id })))
       }
       default:
