@@ -7,7 +7,8 @@ export const APPLICATION_JSON = "application/json"
 
 export interface Reply {
   readonly status: number
-  readonly contentType: typeof TEXT_PLAIN | typeof APPLICATION_JSON
+  /** Absent for an empty body. */
+  readonly contentType?: typeof TEXT_PLAIN | typeof APPLICATION_JSON
   readonly body: string
   /** Sent as `Retry-After`, rounded up to whole seconds, at least 1. */
   readonly retryAfterMs?: number
@@ -20,6 +21,10 @@ const json = (status: number, error: string): Reply => ({
   body: JSON.stringify({ error })
 })
 const refusal = (error: string, retryAfterMs: number): Reply => ({ ...json(503, error), retryAfterMs })
+const empty = (status: number): Reply => ({ status, body: "" })
+
+/** Refusals whose wait is not known: the client may retry at once, so the least Retry-After. */
+const RETRY_SOON_MS = 1000
 
 export const retryAfterSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
@@ -61,7 +66,7 @@ export class RegistryColdStart extends Schema.TaggedError<RegistryColdStart>()("
 
 export class NoLiveBackends extends Schema.TaggedError<NoLiveBackends>()("NoLiveBackends", {}) {
   get reply(): Reply {
-    return refusal("no live backends for namespace", 1000)
+    return refusal("no live backends for namespace", RETRY_SOON_MS)
   }
 }
 
@@ -69,15 +74,125 @@ export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>
   cause: Schema.optional(Schema.Defect)
 }) {
   get reply(): Reply {
-    return refusal("registry unavailable, retry", 1000)
+    return refusal("registry unavailable, retry", RETRY_SOON_MS)
   }
 }
 
-// --- Forwarding (seed "Errors") ---
+
+// --- Hostname-aware mode (routing.md "Hostname-aware mode", DESIGN 8) ---
+
+export class MissingHost extends Schema.TaggedError<MissingHost>()("MissingHost", {}) {
+  get reply(): Reply {
+    return json(400, "missing Host header")
+  }
+}
+
+export class TakeoverInProgress extends Schema.TaggedError<TakeoverInProgress>()("TakeoverInProgress", {
+  retryAfterMs: Schema.Number
+}) {
+  get reply(): Reply {
+    return refusal("takeover in progress, retry", this.retryAfterMs)
+  }
+}
+
+export class PlacementHeldByAnotherHostname extends Schema.TaggedError<PlacementHeldByAnotherHostname>()(
+  "PlacementHeldByAnotherHostname",
+  {}
+) {
+  get reply(): Reply {
+    return refusal("placement held by another hostname", RETRY_SOON_MS)
+  }
+}
+
+export class HostnameBindingDisplaced extends Schema.TaggedError<HostnameBindingDisplaced>()("HostnameBindingDisplaced", {
+  retryAfterMs: Schema.Number
+}) {
+  get reply(): Reply {
+    return refusal("hostname binding displaced, retry", this.retryAfterMs)
+  }
+}
+
+// --- Data-plane auth (seed "Authentication", DESIGN 6) ---
+
+export class InvalidCredential extends Schema.TaggedError<InvalidCredential>()("InvalidCredential", {}) {
+  get reply(): Reply {
+    return json(401, "invalid credential")
+  }
+}
+
+export class AuthenticationRequired extends Schema.TaggedError<AuthenticationRequired>()("AuthenticationRequired", {}) {
+  get reply(): Reply {
+    return json(401, "authentication required")
+  }
+}
+
+export class NamespaceNotAllowed extends Schema.TaggedError<NamespaceNotAllowed>()("NamespaceNotAllowed", {}) {
+  get reply(): Reply {
+    return json(403, "namespace not allowed")
+  }
+}
+
+export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()("InsufficientScope", {}) {
+  get reply(): Reply {
+    return json(403, "insufficient scope")
+  }
+}
+
+// --- Calls from an instance (DESIGN 7) ---
+
+export class InvalidAttestation extends Schema.TaggedError<InvalidAttestation>()("InvalidAttestation", {}) {
+  get reply(): Reply {
+    return json(403, "invalid attestation")
+  }
+}
+
+export class AttestationExpired extends Schema.TaggedError<AttestationExpired>()("AttestationExpired", {}) {
+  get reply(): Reply {
+    return json(403, "attestation expired")
+  }
+}
+
+export class StaleAttestation extends Schema.TaggedError<StaleAttestation>()("StaleAttestation", {}) {
+  get reply(): Reply {
+    return json(403, "stale attestation")
+  }
+}
+
+export class DepthExceeded extends Schema.TaggedError<DepthExceeded>()("DepthExceeded", {}) {
+  get reply(): Reply {
+    return json(508, "subrequest depth exceeded")
+  }
+}
+
+// --- Forwarding (seed "Errors", "In-band refusal", "Limits"; DESIGN 9) ---
 
 export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", { cause: Schema.optional(Schema.Defect) }) {
   get reply(): Reply {
     return text(502, "bad gateway")
+  }
+}
+
+export class ClientAborted extends Schema.TaggedError<ClientAborted>()("ClientAborted", {}) {
+  get reply(): Reply {
+    return empty(502)
+  }
+}
+
+export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()("UpstreamTimeout", {}) {
+  get reply(): Reply {
+    return text(504, "upstream timeout")
+  }
+}
+
+export class WorkerAtCapacity extends Schema.TaggedError<WorkerAtCapacity>()("WorkerAtCapacity", {}) {
+  get reply(): Reply {
+    return refusal("worker at capacity, retry", RETRY_SOON_MS)
+  }
+}
+
+export class WorkerRefusedActivation extends Schema.TaggedError<WorkerRefusedActivation>()("WorkerRefusedActivation", {}) {
+  get reply(): Reply {
+    return refusal("worker refused activation, retry", RETRY_SOON_MS)
   }
 }
 
@@ -116,6 +231,12 @@ export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("Me
   }
 }
 
+export class BindingHeldByAnotherEnv extends Schema.TaggedError<BindingHeldByAnotherEnv>()("BindingHeldByAnotherEnv", {}) {
+  get reply(): Reply {
+    return json(409, "hostname binding held by another env")
+  }
+}
+
 export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {}) {
   get reply(): Reply {
     return json(410, "lease lost")
@@ -140,6 +261,47 @@ export class NotReady extends Schema.TaggedError<NotReady>()("NotReady", { reaso
 
 export const internalError: Reply = json(500, "internal error")
 
+/** Every error Pinboard answers with a catalogue row. */
+export type CatalogueError =
+  | IdEmpty
+  | IdTooLong
+  | IdBadCharacters
+  | UnknownNamespace
+  | RegistryColdStart
+  | NoLiveBackends
+  | RegistryUnavailable
+  | MissingHost
+  | TakeoverInProgress
+  | PlacementHeldByAnotherHostname
+  | HostnameBindingDisplaced
+  | InvalidCredential
+  | AuthenticationRequired
+  | NamespaceNotAllowed
+  | InsufficientScope
+  | InvalidAttestation
+  | AttestationExpired
+  | StaleAttestation
+  | DepthExceeded
+  | BadGateway
+  | ClientAborted
+  | UpstreamTimeout
+  | WorkerAtCapacity
+  | WorkerRefusedActivation
+  | InvalidDeploymentToken
+  | InvalidRequest
+  | BodyTooLarge
+  | RouteNotFound
+  | MethodNotAllowed
+  | BindingHeldByAnotherEnv
+  | LeaseLost
+  | NotPlaced
+  | NotReady
+
+interface Row {
+  readonly example: CatalogueError
+  readonly when: string
+}
+
 /** Every row, with an example and when it is written: the source of docs/errors.md. */
 export const catalogue = [
   { example: new IdEmpty(), when: "The id segment is empty (`/threads//x`)." },
@@ -149,13 +311,34 @@ export const catalogue = [
   { example: new RegistryColdStart({ retryAfterMs: 15_000 }), when: "The id's bucket is in its cold start (one lease after its first use); `Retry-After` is the time left." },
   { example: new NoLiveBackends(), when: "No worker of the namespace can take a new placement (all lapsed, draining, degraded, short of lease, or excluded)." },
   { example: new RegistryUnavailable({}), when: "Redis is unreachable or slower than 1 s." },
-  { example: new BadGateway({}), when: "The worker was unreachable or failed before sending response headers." },
+  { example: new MissingHost(), when: "Hostname-aware mode, and the request has no `Host` header." },
+  { example: new TakeoverInProgress({ retryAfterMs: 15_000 }), when: "Hostname-aware mode, `wind_down` takeover: the id's owner on another hostname has until its deadline to release; `Retry-After` is the time left." },
+  { example: new PlacementHeldByAnotherHostname(), when: "Hostname-aware mode, `deny` takeover: the id is placed on a worker of another hostname." },
+  { example: new HostnameBindingDisplaced({ retryAfterMs: 15_000 }), when: "Hostname-aware mode: the `(hostname, namespace)` pair was rebound to another env less than one lease ago; new ids wait." },
+  { example: new InvalidCredential(), when: "A credential was presented and no provider of the rule accepted it (a JWKS outage included)." },
+  { example: new AuthenticationRequired(), when: "The namespace's rule requires a credential and none was presented." },
+  { example: new NamespaceNotAllowed(), when: "Data-plane rules are configured and none matches the namespace (no exact rule, no `*`)." },
+  { example: new InsufficientScope(), when: "The principal lacks a scope the rule requires, or an attested caller's namespace is not in the rule's `callers`." },
+  { example: new InvalidAttestation(), when: "A `Pinboard-Caller` token that is malformed, badly signed or not for `pinboard`." },
+  { example: new AttestationExpired(), when: "A `Pinboard-Caller` token past its `exp`." },
+  { example: new StaleAttestation(), when: "A `Pinboard-Caller` token whose instance is no longer placed at that epoch on that worker." },
+  { example: new DepthExceeded(), when: "A call from an instance would go deeper than 50." },
+  { example: new BadGateway({}), when: "The worker was unreachable or failed before sending response headers (a new placement is released first)." },
+  { example: new ClientAborted(), when: "The client went away before the forward started; nothing was sent to the worker." },
+  { example: new UpstreamTimeout(), when: "No response headers within `forwards.timeoutMs` (30 s) of the request being sent; a streaming body is never cut by it." },
+  { example: new WorkerAtCapacity(), when: "More than `forwards.maxInflight` forwards to the worker await headers in this Pinboard process." },
+  { example: new WorkerRefusedActivation(), when: "The worker answered `Pinned-Refusal: lease-unhealthy` to a request with a body, or the one re-place also refused or found no other worker." },
   { example: new InvalidDeploymentToken(), when: "A `/registry/*` call without `Authorization: Bearer <deployment token>`." },
   { example: new InvalidRequest({ problem: "headroom: expected a finite number >= 0" }), when: "A registry API body, path or query parameter is invalid; the message names the field and what was expected." },
   { example: new BodyTooLarge(), when: "A registry API body over 64 KiB." },
   { example: new RouteNotFound(), when: "An unknown `/registry/*` route." },
   { example: new MethodNotAllowed(), when: "A known route with the wrong method (probes take GET and HEAD)." },
+  { example: new BindingHeldByAnotherEnv(), when: "Hostname-aware mode: a registration names another env for a bound `(hostname, namespace)` without a higher epoch." },
   { example: new LeaseLost(), when: "A heartbeat whose incarnation does not match, whose lease already lapsed, or that a wiped bucket does not know." },
   { example: new NotPlaced(), when: "`GET /registry/placements/...` for an id with no placement row." },
   { example: new NotReady({ reason: "shutting down" }), when: "`/readyz` while shutting down, when the registry does not answer within 1 s, or when its clock is more than 1 s off." }
-] as const
+] as const satisfies ReadonlyArray<Row>
+
+/** Fails to compile when a catalogue error has no row. */
+type Unlisted = Exclude<CatalogueError["_tag"], (typeof catalogue)[number]["example"]["_tag"]>
+export const everyErrorListed: [Unlisted] extends [never] ? true : Unlisted = true

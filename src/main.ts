@@ -2,10 +2,8 @@
 // Pinboard: parse the config, build the layers, run until SIGTERM (DESIGN 1, 2, 9).
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { AppConfig } from "./AppConfig.js"
+import { appLayer } from "./App.js"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
-import { ServerLive } from "./http/Server.js"
-import * as Registry from "./registry/Registry.js"
 
 /** Options this build cannot honour yet: refusing to start beats serving without them. */
 const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig, ConfigInvalid> => {
@@ -28,7 +26,7 @@ const program = Effect.gen(function* () {
       })
     )
   )
-  yield* Layer.launch(ServerLive.pipe(Layer.provide(Registry.layer(config)), Layer.provide(Layer.succeed(AppConfig, config))))
+  yield* Layer.launch(appLayer(config))
 })
 
 NodeRuntime.runMain(program)

@@ -17,7 +17,7 @@ export const writeReply = (req: IncomingMessage, res: ServerResponse, reply: Rep
     res.destroy()
     return
   }
-  const headers: OutgoingHttpHeaders = { "content-type": reply.contentType }
+  const headers: OutgoingHttpHeaders = reply.contentType === undefined ? {} : { "content-type": reply.contentType }
   if (reply.retryAfterMs !== undefined) headers["retry-after"] = String(retryAfterSeconds(reply.retryAfterMs))
   send(req, res, reply.status, headers, reply.body)
 }

@@ -1,11 +1,17 @@
-// The node:http server: probes, the registry API, instance requests; graceful shutdown.
+// The node:http server: probes, the registry API, instance requests and upgrades;
+// graceful shutdown (DESIGN 9).
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import type { Duplex } from "node:stream"
 import { Cause, Effect, Layer, Runtime } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
-import { handleInstanceRequest } from "../pipeline/Pipeline.js"
+import { handleInstanceRequest, handleUpgrade } from "../pipeline/Pipeline.js"
+import type { InflightCap } from "../pipeline/steps/InflightCap.js"
+import type { TunnelSet } from "../proxy/Tunnel.js"
+import type { Upstream } from "../proxy/Upstream.js"
 import type { Registry } from "../registry/Registry.js"
+import { writeBareStatus } from "./BareStatus.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./registry/RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -28,27 +34,36 @@ const routeOf = (url: string): Route => {
 const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
   isReadMethod(req.method) ? answer : new MethodNotAllowed()
 
-/** Every error in a handler's channel carries its catalogue reply; anything else is a defect. */
-const respond = <E extends { readonly reply: Reply }, R>(
-  req: IncomingMessage,
-  res: ServerResponse,
-  handler: Effect.Effect<void, E, R>
-): Effect.Effect<void, never, R> =>
-  handler.pipe(
-    Effect.catchAll((error) => Effect.sync(() => writeReply(req, res, error.reply))),
-    Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.void
-        : Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => writeReply(req, res, internalError)))
+/**
+ * Every error in a handler's channel carries its catalogue reply; anything else is a
+ * defect, logged and answered `500 internal error`.
+ */
+const answering =
+  (write: (reply: Reply) => void) =>
+  <E extends { readonly reply: Reply }, R>(handler: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> =>
+    handler.pipe(
+      Effect.catchAll((error) => Effect.sync(() => write(error.reply))),
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.void
+          : Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => write(internalError)))
+      )
     )
-  )
+
+const respond = <E extends { readonly reply: Reply }, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<void, E, R>) =>
+  answering((reply) => writeReply(req, res, reply))(handler)
+
+/** Upgrades answer failures with a bare status line (seed "WebSockets"). */
+const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>) =>
+  answering((reply) => writeBareStatus(socket, reply))(handler)
 
 export const ServerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const runtime = yield* Effect.runtime<Registry | AppConfig>()
+    const runtime = yield* Effect.runtime<Registry | AppConfig | Upstream | InflightCap>()
     const run = Runtime.runFork(runtime)
     let shuttingDown = false
+    const tunnels: TunnelSet = new Set()
 
     const handle = (req: IncomingMessage, res: ServerResponse) => {
       switch (routeOf(req.url ?? "/")) {
@@ -67,6 +82,11 @@ export const ServerLive = Layer.scopedDiscard(
     const server = http.createServer({ requireHostHeader: false }, (req, res) => {
       run(handle(req, res))
     })
+    // Every upgrade is an instance request, `/healthz` and `/registry/*` included (seed "WebSockets").
+    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on("error", () => socket.destroy())
+      run(respondBare(socket, handleUpgrade(req, socket, head, tunnels)))
+    })
     yield* Effect.async<void, Error>((resume) => {
       server.once("error", (error) => resume(Effect.fail(error)))
       server.listen(config.port, config.host, () => resume(Effect.void))
@@ -83,6 +103,7 @@ export const ServerLive = Layer.scopedDiscard(
         })
         yield* Effect.timeout(closed, config.shutdown.graceMs).pipe(Effect.ignore)
         server.closeAllConnections()
+        for (const tunnel of tunnels) tunnel.destroy()
       })
     )
   })

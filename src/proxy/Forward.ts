@@ -1,72 +1,137 @@
-// Streams one request to its worker and the response back (seed "Request body", "Response").
-import http, { type IncomingMessage, type ServerResponse } from "node:http"
-import https from "node:https"
+// Streams one request to its worker and the response back (seed "Request body", "Response",
+// "Limits"). Two halves, so the inflight cap covers only the wait for headers:
+// `sendRequest` dispatches and waits for the worker's headers, which it relays;
+// `relayBody` streams the body to the client under the body-idle limit.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
+import { Readable } from "node:stream"
 import { Effect } from "effect"
-import { formatAddress, type Address } from "../Address.js"
-import { BadGateway } from "../Errors.js"
-import type { Placement } from "../registry/Registry.js"
-import { forwardRequestHeaders, peerAddress, relayResponseHeaders } from "./Headers.js"
+import type { Dispatcher } from "undici"
+import { ClientAborted } from "../Errors.js"
+import { awaitHeaders, Exchange, Phase, type AwaitHeadersError } from "./Exchange.js"
+import { isRefusal, relayResponseHeaders } from "./Headers.js"
+import { BODY_IDLE_MS } from "./Limits.js"
+import { Refused } from "./Signals.js"
+import { Upstream } from "./Upstream.js"
 
-const agents = {
-  "http:": new http.Agent({ keepAlive: true }),
-  "https:": new https.Agent({ keepAlive: true })
+export interface Outbound {
+  readonly origin: string
+  /** The worker's path prefix plus the raw path and query. */
+  readonly path: string
+  readonly headers: OutgoingHttpHeaders
+  readonly hasBody: boolean
+  /** Clock time after which the request is reported stale instead of sent; Infinity: never. */
+  readonly sendBy: number
+  readonly headersTimeoutMs: number
 }
 
-interface Upstream {
-  readonly base: URL
-  readonly prefix: string
-}
+export type SendError = AwaitHeadersError | Refused
 
-/** advertiseUrls parsed once; few and long-lived (one per worker), so a small cap suffices. */
-const upstreams = new Map<string, Upstream>()
-const MAX_CACHED_UPSTREAMS = 4096
+class HttpExchange extends Exchange {
+  refused = false
+  lastActivityAt: number
 
-const upstreamOf = (advertiseUrl: string): Upstream => {
-  let upstream = upstreams.get(advertiseUrl)
-  if (upstream === undefined) {
-    if (upstreams.size >= MAX_CACHED_UPSTREAMS) upstreams.clear()
-    const base = new URL(advertiseUrl)
-    upstream = { base, prefix: base.pathname.endsWith("/") ? base.pathname.slice(0, -1) : base.pathname }
-    upstreams.set(advertiseUrl, upstream)
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly origin: string | undefined,
+    sendBy: number,
+    now: () => number,
+    hasBody: boolean
+  ) {
+    super(sendBy, now, hasBody)
+    this.lastActivityAt = now()
   }
-  return upstream
+
+  protected onFailure(): void {
+    if (this.res.headersSent && !this.res.writableFinished) this.res.destroy()
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | Array<string>>
+  ): void {
+    if (statusCode < 200) return
+    if (isRefusal(statusCode, headers)) this.refused = true
+    else this.res.writeHead(statusCode, relayResponseHeaders(headers, this.origin))
+    this.advance(Phase.Headers)
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.lastActivityAt = this.now()
+    if (this.refused) return
+    if (!this.res.write(chunk)) {
+      controller.pause()
+      this.res.once("drain", () => {
+        this.lastActivityAt = this.now()
+        controller.resume()
+      })
+    }
+  }
+
+  onResponseEnd(): void {
+    if (!this.refused) this.res.end()
+    this.advance(Phase.Done)
+  }
+
+  /** The client went away: the worker's side of the exchange is abandoned too. */
+  onClientClose = (): void => {
+    if (this.phase < Phase.Done && this.failure === undefined) this.abort(new Error("client closed"))
+  }
 }
 
-/** advertiseUrl (with its path prefix) plus the raw path and query, byte for byte (DESIGN 9). */
-const targetOf = (advertiseUrl: string, address: Address) => {
-  const { base, prefix } = upstreamOf(advertiseUrl)
-  return { base, path: `${prefix}${formatAddress(address)}` }
+/**
+ * The request body, read lazily: an exchange abandoned before sending (stale, connect
+ * timeout) destroys this stream, not the client's request, and has read nothing of it.
+ */
+const bodyOf = (req: IncomingMessage, exchange: Exchange): Readable =>
+  Readable.from(chunksOf(req, exchange), { objectMode: false })
+
+async function* chunksOf(req: IncomingMessage, exchange: Exchange): AsyncGenerator<Buffer> {
+  for await (const chunk of req.iterator({ destroyOnReturn: false })) yield chunk as Buffer
+  exchange.bodySent()
 }
 
-export const forward = (req: IncomingMessage, res: ServerResponse, address: Address, placement: Placement) =>
-  Effect.async<void, BadGateway>((resume) => {
-    const { base, path } = targetOf(placement.advertiseUrl, address)
-    const client = base.protocol === "https:" ? https : http
-    const upstream = client.request({
-      protocol: base.protocol,
-      hostname: base.hostname,
-      port: base.port,
-      method: req.method,
-      path,
-      agent: agents[base.protocol as "http:" | "https:"],
-      headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer: peerAddress(req.socket.remoteAddress) })
-    })
-    upstream.on("response", (response) => {
-      res.writeHead(response.statusCode ?? 502, relayResponseHeaders(response.headers, req.headers.origin))
-      response.pipe(res)
-      response.on("error", () => res.destroy())
-    })
-    // Done, or the client went away: then the upstream exchange is abandoned too.
-    res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy()
-      resume(Effect.void)
-    })
-    upstream.on("error", (cause) => {
-      if (res.headersSent) {
-        res.destroy()
-        resume(Effect.void)
-      } else resume(Effect.fail(new BadGateway({ cause })))
-    })
-    req.pipe(upstream)
-    return Effect.sync(() => upstream.destroy())
+const clientGone = (req: IncomingMessage, res: ServerResponse): boolean => req.socket.destroyed || res.destroyed
+
+/** Dispatches the request and waits for the worker's headers, which it relays. */
+export const sendRequest = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  outbound: Outbound
+): Effect.Effect<HttpExchange, SendError | ClientAborted, Upstream> =>
+  Effect.gen(function* () {
+    if (clientGone(req, res)) return yield* new ClientAborted()
+    const upstream = yield* Upstream
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const exchange = new HttpExchange(res, req.headers.origin, outbound.sendBy, now, outbound.hasBody)
+    res.on("close", exchange.onClientClose)
+    upstream.dispatch(
+      {
+        origin: outbound.origin,
+        path: outbound.path,
+        method: req.method ?? "GET",
+        headers: outbound.headers as Record<string, string | Array<string>>,
+        body: outbound.hasBody ? bodyOf(req, exchange) : null,
+        headersTimeout: 0,
+        bodyTimeout: 0
+      },
+      exchange
+    )
+    yield* awaitHeaders(exchange, outbound.headersTimeoutMs, () => clientGone(req, res))
+    if (exchange.refused) return yield* new Refused()
+    return exchange
   })
+
+/** Streams the rest of the response; ends it when the worker sends nothing for BODY_IDLE_MS. */
+export const relayBody = (exchange: HttpExchange): Effect.Effect<void> => {
+  if (exchange.phase === Phase.Done || exchange.failure !== undefined) return Effect.void
+  const idle: Effect.Effect<void> = Effect.clockWith((clock) => {
+    const quietMs = clock.unsafeCurrentTimeMillis() - exchange.lastActivityAt
+    if (quietMs >= BODY_IDLE_MS) return Effect.sync(() => exchange.abort(new Error("body idle")))
+    return Effect.zipRight(Effect.sleep(BODY_IDLE_MS - quietMs), idle)
+  })
+  return Effect.race(exchange.waitFor(Phase.Done), idle)
+}
+
+export type { HttpExchange }

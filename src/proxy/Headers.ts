@@ -1,12 +1,15 @@
 // Request and response header rules (seed "Request headers" and "Response"), pure.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 
+/** Headers as node:http and undici hand them over: lowercase names. */
+type HeaderMap = Readonly<Record<string, string | Array<string> | undefined>>
+
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"])
 
 const isFixedHopByHop = (name: string): boolean => HOP_BY_HOP.has(name) || name.startsWith("proxy-")
 
 /** Hop-by-hop names: the fixed list, `proxy-*`, and any named in `Connection`. */
-const hopByHop = (headers: IncomingHttpHeaders): (name: string) => boolean => {
+const hopByHop = (headers: HeaderMap): ((name: string) => boolean) => {
   if (headers.connection === undefined) return isFixedHopByHop
   const listed = new Set(
     String(headers.connection ?? "")
@@ -24,7 +27,8 @@ export const forwardRequestHeaders = (
   const drop = hopByHop(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
-    if (drop(name) || name === "host" || name === "x-forwarded-for" || name.startsWith("pinboard-")) continue
+    // `expect`: node:http has already answered `100 Continue` to the client.
+    if (drop(name) || name === "host" || name === "x-forwarded-for" || name === "expect" || name.startsWith("pinboard-")) continue
     out[name] = headers[name]
   }
   out["x-forwarded-for"] = added.peer
@@ -32,7 +36,7 @@ export const forwardRequestHeaders = (
   return out
 }
 
-export const relayResponseHeaders = (headers: IncomingHttpHeaders, origin: string | undefined): OutgoingHttpHeaders => {
+export const relayResponseHeaders = (headers: HeaderMap, origin: string | undefined): OutgoingHttpHeaders => {
   const drop = hopByHop(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
@@ -42,6 +46,10 @@ export const relayResponseHeaders = (headers: IncomingHttpHeaders, origin: strin
   out["x-accel-buffering"] = "no"
   return withCors(out, origin)
 }
+
+/** The seed's in-band refusal: `503` with `Pinned-Refusal: lease-unhealthy`. */
+export const isRefusal = (status: number, headers: HeaderMap): boolean =>
+  status === 503 && String(headers["pinned-refusal"] ?? "").trim().toLowerCase() === "lease-unhealthy"
 
 /**
  * The seed's CORS rule, for worker responses and Pinboard's own alike: a request with an

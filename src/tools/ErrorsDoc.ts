@@ -3,7 +3,8 @@ import { catalogue, internalError, retryAfterSeconds, type Reply } from "../Erro
 
 const row = (name: string, reply: Reply, when: string): string => {
   const headers = reply.retryAfterMs === undefined ? "" : `\`Retry-After: ${retryAfterSeconds(reply.retryAfterMs)}\``
-  return `| ${name} | ${reply.status} | \`${reply.body}\` | ${reply.contentType} | ${headers} | ${when} |`
+  const body = reply.body === "" ? "(empty)" : `\`${reply.body}\``
+  return `| ${name} | ${reply.status} | ${body} | ${reply.contentType ?? ""} | ${headers} | ${when} |`
 }
 
 export const renderErrorsDoc = (): string =>

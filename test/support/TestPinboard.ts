@@ -1,10 +1,8 @@
 // Pinboard in-process for a test: ServerLive over the registry chosen by the config
 // (embedded unless `redis.url` is set), on a free loopback port, stopped by interrupting it.
 import { Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
-import { AppConfig } from "../../src/AppConfig.js"
+import { appLayer } from "../../src/App.js"
 import { configForTests, type PinboardConfig } from "../../src/Config.js"
-import { ServerLive } from "../../src/http/Server.js"
-import * as Registry from "../../src/registry/Registry.js"
 import { freePort } from "./RedisServer.js"
 
 export interface TestPinboard {
@@ -29,10 +27,7 @@ const healthy = async (url: string): Promise<boolean> => {
 export const startPinboard = async (overrides: Partial<PinboardConfig> = {}): Promise<TestPinboard> => {
   const port = await freePort()
   const config = configForTests({ ...overrides, port, host: "127.0.0.1" })
-  const app = ServerLive.pipe(
-    Layer.provide(Registry.layer(config)),
-    Layer.provide(Layer.succeed(AppConfig, config))
-  )
+  const app = appLayer(config)
   // Errors (a 500's "unhandled error") still show; start-up chatter does not.
   const fiber = Effect.runFork(Layer.launch(app).pipe(Logger.withMinimumLogLevel(LogLevel.Error)))
   const url = `http://127.0.0.1:${port}`

@@ -1,0 +1,19 @@
+// The layers, composed in one place: the server over the registry chosen by the config,
+// the upstream client and the inflight cap.
+import { Layer } from "effect"
+import { AppConfig } from "./AppConfig.js"
+import type { PinboardConfig } from "./Config.js"
+import { ServerLive } from "./http/Server.js"
+import { InflightCap } from "./pipeline/steps/InflightCap.js"
+import { Upstream } from "./proxy/Upstream.js"
+import * as Registry from "./registry/Registry.js"
+
+export const appLayer = (config: PinboardConfig): Layer.Layer<never> => {
+  const configLayer = Layer.succeed(AppConfig, config)
+  return ServerLive.pipe(
+    Layer.provide(Registry.layer(config)),
+    Layer.provide(Upstream.layer),
+    Layer.provide(InflightCap.layer.pipe(Layer.provide(configLayer))),
+    Layer.provide(configLayer)
+  )
+}

@@ -1,0 +1,33 @@
+// Where a forward goes (DESIGN 9): the worker's advertiseUrl origin, its path prefix, then
+// the raw path and query byte for byte.
+import { formatAddress, type Address } from "../Address.js"
+
+interface Upstream {
+  readonly origin: string
+  readonly prefix: string
+}
+
+/** advertiseUrls parsed once; few and long-lived (one per worker), so a small cap suffices. */
+const parsed = new Map<string, Upstream>()
+const MAX_CACHED = 4096
+
+const parse = (advertiseUrl: string): Upstream => {
+  let upstream = parsed.get(advertiseUrl)
+  if (upstream === undefined) {
+    if (parsed.size >= MAX_CACHED) parsed.clear()
+    const url = new URL(advertiseUrl)
+    upstream = { origin: url.origin, prefix: url.pathname.endsWith("/") ? url.pathname.slice(0, -1) : url.pathname }
+    parsed.set(advertiseUrl, upstream)
+  }
+  return upstream
+}
+
+export interface Target {
+  readonly origin: string
+  readonly path: string
+}
+
+export const targetOf = (advertiseUrl: string, address: Address): Target => {
+  const { origin, prefix } = parse(advertiseUrl)
+  return { origin, path: `${prefix}${formatAddress(address)}` }
+}

@@ -1,0 +1,31 @@
+// The client Pinboard forwards with: one undici Agent, keep-alive pools per worker origin
+// (DESIGN 9). A Layer, so tests can put a dispatcher of their own in its place and drive
+// the timeouts of Forward.ts with a TestClock.
+import { Context, Effect, Layer } from "effect"
+import { Agent, type Dispatcher } from "undici"
+import { CONNECT_TIMEOUT_MS } from "./Limits.js"
+
+export interface UpstreamClient {
+  readonly dispatch: (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean
+}
+
+export class Upstream extends Context.Tag("pinboard/Upstream")<Upstream, UpstreamClient>() {
+  /** The timeouts that matter are Forward.ts's own (Clock-driven); undici's are off or a backstop. */
+  static readonly layer = Layer.scoped(
+    Upstream,
+    Effect.acquireRelease(
+      Effect.sync(
+        () =>
+          new Agent({
+            connect: { timeout: CONNECT_TIMEOUT_MS },
+            headersTimeout: 0,
+            bodyTimeout: 0,
+            pipelining: 1
+          })
+      ),
+      (agent) => Effect.promise(() => agent.destroy())
+    )
+  )
+
+  static readonly layerTest = (client: UpstreamClient) => Layer.succeed(Upstream, client)
+}
