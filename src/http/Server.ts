@@ -50,7 +50,7 @@ const answering =
       )
     )
 
-const respond = <E extends { readonly reply: Reply }, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<void, E, R>) =>
+export const respond = <E extends { readonly reply: Reply }, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<void, E, R>) =>
   answering((reply) => writeReply(req, res, reply))(handler)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */

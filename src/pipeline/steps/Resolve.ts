@@ -1,12 +1,12 @@
-// Step 7, resolve (routing.md "Resolution"): the one atomic resolve of the request, and
-// when it answered, for the re-resolve rule of "Retries Pinboard makes".
+// Step 7, resolve (routing.md "Resolution"): the one atomic resolve of the request, and the
+// time it was made, for the re-resolve rule of "Retries Pinboard makes".
 import { Effect } from "effect"
 import type { NoLiveBackends, RegistryColdStart, RegistryUnavailable, UnknownNamespace } from "../../Errors.js"
 import { Registry, type Placement, type ResolveRequest } from "../../registry/Registry.js"
 
 export interface Resolved {
   readonly placement: Placement
-  /** Clock time of the answer. */
+  /** Clock time when the resolve was asked: the registry's answer is as of then, or later. */
   readonly resolvedAt: number
 }
 
@@ -14,7 +14,8 @@ export type ResolveError = UnknownNamespace | RegistryColdStart | NoLiveBackends
 
 export const resolvePlacement = (request: ResolveRequest): Effect.Effect<Resolved, ResolveError, Registry> =>
   Effect.flatMap(Registry, (registry) =>
-    Effect.flatMap(registry.resolve(request), (placement) =>
-      Effect.clockWith((clock) => Effect.succeed({ placement, resolvedAt: clock.unsafeCurrentTimeMillis() }))
-    )
+    Effect.clockWith((clock) => {
+      const resolvedAt = clock.unsafeCurrentTimeMillis()
+      return Effect.map(registry.resolve(request), (placement) => ({ placement, resolvedAt }))
+    })
   )

@@ -1,0 +1,189 @@
+// The time rules of a forward, driven by TestClock with a worker the test plays (seed
+// "Limits", routing.md "Retries Pinboard makes"): connect timeout, header timeout, body
+// idle, the 5 s re-resolve. A real node:http server and client carry the request.
+import http from "node:http"
+import type { AddressInfo } from "node:net"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Runtime, TestClock } from "effect"
+import { AppConfig } from "../../src/AppConfig.js"
+import { configForTests } from "../../src/Config.js"
+import { respond } from "../../src/http/Server.js"
+import { handleInstanceRequest } from "../../src/pipeline/Pipeline.js"
+import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
+import { Upstream } from "../../src/proxy/Upstream.js"
+import * as Registry from "../../src/registry/Registry.js"
+import { makeFakeUpstream, type FakeUpstream } from "../support/FakeUpstream.js"
+
+const config = configForTests({})
+const LEASE = config.leaseMs
+const key = { env: "", namespace: "/threads", id: "t1" }
+
+interface Client {
+  readonly response: Promise<Response>
+  readonly settled: () => boolean
+}
+
+/**
+ * Pinboard's pipeline behind a real server, a worker registered with its cold start behind
+ * it, and the fake upstream in place of undici. `stallResolves`: how many resolves take
+ * 6 s of clock (a stalled event loop, as far as the placement's age goes).
+ */
+const harness = (fake: FakeUpstream, stallResolves = 0) =>
+  Effect.gen(function* () {
+    const registry = yield* Registry.Registry
+    const register = registry.register({
+      worker: "w1",
+      advertiseUrl: "http://127.0.0.1:9/",
+      namespaces: [{ namespace: "/threads", hostname: "", env: "" }],
+      headroom: 1,
+      draining: false
+    })
+    yield* register
+    yield* TestClock.adjust(LEASE + 1)
+    yield* register
+
+    let stalls = stallResolves
+    const stalling: Registry.RegistryService = {
+      ...registry,
+      resolve: (request) =>
+        Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
+    }
+    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap>().pipe(
+      Effect.provideService(Registry.Registry, stalling)
+    )
+    const run = Runtime.runFork(runtime)
+    const server = http.createServer((req, res) => {
+      run(respond(req, res, handleInstanceRequest(req, res)))
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void>((resume) => {
+        server.listen(0, "127.0.0.1", () => resume(Effect.void))
+      }),
+      () => Effect.sync(() => server.closeAllConnections() || server.close())
+    )
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const request = (path: string): Client => {
+      let settled = false
+      const response = fetch(`${url}${path}`).finally(() => (settled = true))
+      return { response, settled: () => settled }
+    }
+    return { registry, request, nextCall: () => Effect.promise(fake.nextCall) }
+  }).pipe(
+    Effect.provide(
+      Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer).pipe(
+        Layer.provideMerge(Layer.succeed(AppConfig, config))
+      )
+    )
+  )
+
+/** Lets real I/O (the server writing, the client reading) catch up. */
+const io = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+
+describe("forward limits under TestClock", () => {
+  it.scoped("a worker that does not connect within 5 s: 502, and the new placement is released", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { registry, request, nextCall } = yield* harness(fake)
+      const client = request("/threads/t1")
+      yield* nextCall()
+      yield* TestClock.adjust(4_999)
+      yield* io
+      expect(client.settled()).toBe(false)
+      yield* TestClock.adjust(1)
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(502)
+      expect(yield* Effect.promise(() => response.text())).toBe("bad gateway")
+      const placement = yield* Effect.either(registry.placement(key))
+      expect(placement._tag).toBe("Left")
+    })
+  )
+
+  it.scoped("no headers within forwards.timeoutMs of sending: 504 upstream timeout", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* harness(fake)
+      const client = request("/threads/t1")
+      const call = yield* nextCall()
+      call.connect()
+      yield* TestClock.adjust(config.forwards.timeoutMs - 1)
+      yield* io
+      expect(client.settled()).toBe(false)
+      yield* TestClock.adjust(1)
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(504)
+      expect(response.headers.get("content-type")).toBe("text/plain; charset=utf-8")
+      expect(yield* Effect.promise(() => response.text())).toBe("upstream timeout")
+      expect(call.controller.aborted).toBe(true)
+    })
+  )
+
+  it.scoped("a streamed body is not cut by the header timeout, but by 60 s without data", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* harness(fake)
+      const client = request("/threads/t1")
+      const call = yield* nextCall()
+      call.connect()
+      call.headers(200, { "content-type": "text/plain" })
+      call.data("first")
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(200)
+      const reader = response.body!.getReader()
+      const first = yield* Effect.promise(() => reader.read())
+      expect(Buffer.from(first.value!).toString()).toBe("first")
+
+      // Well past the header timeout, data keeps the body alive.
+      yield* TestClock.adjust(59_000)
+      call.data("second")
+      yield* TestClock.adjust(59_000)
+      const second = yield* Effect.promise(() => reader.read())
+      expect(Buffer.from(second.value!).toString()).toBe("second")
+      expect(call.controller.aborted).toBe(false)
+
+      yield* TestClock.adjust(1_000)
+      const cut = yield* Effect.promise(() => reader.read().then(() => "ended", () => "cut"))
+      expect(cut).toBe("cut")
+      expect(call.controller.aborted).toBe(true)
+    })
+  )
+
+  it.scoped("more than 5 s between resolve and send: resolved again before sending", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* harness(fake, 1)
+      const client = request("/threads/t1")
+      const stale = yield* nextCall()
+      stale.connect()
+      expect(stale.controller.aborted).toBe(true)
+      const fresh = yield* nextCall()
+      fresh.connect()
+      expect(fresh.controller.aborted).toBe(false)
+      fresh.headers(200)
+      fresh.end()
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(200)
+      expect(fake.calls.length).toBe(2)
+    })
+  )
+
+  it.scoped("re-resolves at most twice, then sends", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* harness(fake, 10)
+      const client = request("/threads/t1")
+      for (let i = 0; i < 2; i++) {
+        const stale = yield* nextCall()
+        stale.connect()
+        expect(stale.controller.aborted).toBe(true)
+      }
+      const last = yield* nextCall()
+      last.connect()
+      expect(last.controller.aborted).toBe(false)
+      last.headers(204)
+      last.end()
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(204)
+      expect(fake.calls.length).toBe(3)
+    })
+  )
+})
