@@ -1,83 +1,13 @@
 // The time rules of a forward, driven by TestClock with a worker the test plays (seed
 // "Limits", routing.md "Retries Pinboard makes"): connect timeout, header timeout, body
 // idle, the 5 s re-resolve. A real node:http server and client carry the request.
-import http from "node:http"
-import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Runtime, TestClock } from "effect"
-import { AppConfig } from "../../src/AppConfig.js"
-import { configForTests } from "../../src/Config.js"
-import { respond } from "../../src/http/Server.js"
-import { handleInstanceRequest } from "../../src/pipeline/Pipeline.js"
-import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
-import { Upstream } from "../../src/proxy/Upstream.js"
-import * as Registry from "../../src/registry/Registry.js"
-import { makeFakeUpstream, type FakeUpstream } from "../support/FakeUpstream.js"
+import { Effect, TestClock } from "effect"
+import { makeFakeUpstream } from "../support/FakeUpstream.js"
+import { io, pipelineHarness } from "../support/PipelineHarness.js"
 
-const config = configForTests({})
-const LEASE = config.leaseMs
 const key = { env: "", namespace: "/threads", id: "t1" }
-
-interface Client {
-  readonly response: Promise<Response>
-  readonly settled: () => boolean
-}
-
-/**
- * Pinboard's pipeline behind a real server, a worker registered with its cold start behind
- * it, and the fake upstream in place of undici. `stallResolves`: how many resolves take
- * 6 s of clock (a stalled event loop, as far as the placement's age goes).
- */
-const harness = (fake: FakeUpstream, stallResolves = 0) =>
-  Effect.gen(function* () {
-    const registry = yield* Registry.Registry
-    const register = registry.register({
-      worker: "w1",
-      advertiseUrl: "http://127.0.0.1:9/",
-      namespaces: [{ namespace: "/threads", hostname: "", env: "" }],
-      headroom: 1,
-      draining: false
-    })
-    yield* register
-    yield* TestClock.adjust(LEASE + 1)
-    yield* register
-
-    let stalls = stallResolves
-    const stalling: Registry.RegistryService = {
-      ...registry,
-      resolve: (request) =>
-        Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
-    }
-    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap>().pipe(
-      Effect.provideService(Registry.Registry, stalling)
-    )
-    const run = Runtime.runFork(runtime)
-    const server = http.createServer((req, res) => {
-      run(respond(req, res, handleInstanceRequest(req, res)))
-    })
-    yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => {
-        server.listen(0, "127.0.0.1", () => resume(Effect.void))
-      }),
-      () => Effect.sync(() => server.closeAllConnections() || server.close())
-    )
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    const request = (path: string): Client => {
-      let settled = false
-      const response = fetch(`${url}${path}`).finally(() => (settled = true))
-      return { response, settled: () => settled }
-    }
-    return { registry, request, nextCall: () => Effect.promise(fake.nextCall) }
-  }).pipe(
-    Effect.provide(
-      Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer).pipe(
-        Layer.provideMerge(Layer.succeed(AppConfig, config))
-      )
-    )
-  )
-
-/** Lets real I/O (the server writing, the client reading) catch up. */
-const io = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+const harness = (fake: Parameters<typeof pipelineHarness>[0], stallResolves = 0) => pipelineHarness(fake, { stallResolves })
 
 describe("forward limits under TestClock", () => {
   it.scoped("a worker that does not connect within 5 s: 502, and the new placement is released", () =>
@@ -105,7 +35,7 @@ describe("forward limits under TestClock", () => {
       const client = request("/threads/t1")
       const call = yield* nextCall()
       call.connect()
-      yield* TestClock.adjust(config.forwards.timeoutMs - 1)
+      yield* TestClock.adjust(30_000 - 1)
       yield* io
       expect(client.settled()).toBe(false)
       yield* TestClock.adjust(1)

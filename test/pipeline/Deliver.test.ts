@@ -1,0 +1,158 @@
+// Resolve, inflight cap and forward with a worker the test plays: the seed's "In-band
+// refusal", the per-worker inflight cap (DESIGN 9) and the headers of the forward.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { FakeCall } from "../support/FakeUpstream.js"
+import { makeFakeUpstream } from "../support/FakeUpstream.js"
+import { io, pipelineHarness } from "../support/PipelineHarness.js"
+
+const key = { env: "", namespace: "/threads", id: "t1" }
+const REFUSAL = { "pinned-refusal": "lease-unhealthy", "x-from-refusal": "1" }
+
+const refuse = (call: FakeCall) => {
+  call.connect()
+  call.headers(503, REFUSAL)
+  call.end()
+}
+
+const answer = (call: FakeCall, status = 200) => {
+  call.connect()
+  call.headers(status, { "content-type": "text/plain" })
+  call.data("ok")
+  call.end()
+}
+
+const workerOf = (call: FakeCall) => new URL(String(call.options.origin)).hostname.replace(".test", "")
+
+describe("in-band refusal", () => {
+  it.scoped("a request without a body is re-placed once on another worker; the refusal is released and counted", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { registry, request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })
+      const client = request("/threads/t1")
+      const first = yield* nextCall()
+      refuse(first)
+      const second = yield* nextCall()
+      expect(workerOf(second)).not.toBe(workerOf(first))
+      answer(second)
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(200)
+      expect(response.headers.get("x-from-refusal")).toBeNull()
+      expect(yield* Effect.promise(() => response.text())).toBe("ok")
+      const workers = yield* registry.workers
+      expect(workers.find((w) => w.worker === workerOf(first))!.nacks).toBe(1)
+      expect((yield* registry.placement(key)).worker).toBe(workerOf(second))
+    })
+  )
+
+  it.scoped("a request with a body is not re-placed: 503 worker refused activation, retry", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { registry, request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })
+      const client = request("/threads/t1", { method: "POST", body: "hello" })
+      refuse(yield* nextCall())
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(503)
+      expect(response.headers.get("retry-after")).toBe("1")
+      expect(response.headers.get("content-type")).toBe("application/json")
+      expect(yield* Effect.promise(() => response.text())).toBe('{"error":"worker refused activation, retry"}')
+      expect(fake.calls.length).toBe(1)
+      expect((yield* Effect.either(registry.placement(key)))._tag).toBe("Left")
+    })
+  )
+
+  it.scoped("a second refusal: 503 worker refused activation, retry", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })
+      const client = request("/threads/t1")
+      refuse(yield* nextCall())
+      refuse(yield* nextCall())
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(503)
+      expect(yield* Effect.promise(() => response.text())).toBe('{"error":"worker refused activation, retry"}')
+      expect(fake.calls.length).toBe(2)
+    })
+  )
+
+  it.scoped("no other worker to re-place on: 503 worker refused activation, retry", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1"] })
+      const client = request("/threads/t1")
+      refuse(yield* nextCall())
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(503)
+      expect(yield* Effect.promise(() => response.text())).toBe('{"error":"worker refused activation, retry"}')
+    })
+  )
+})
+
+describe("inflight cap", () => {
+  it.scoped("forwards awaiting headers above forwards.maxInflight: 503 worker at capacity, retry", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* pipelineHarness(fake, { config: { forwards: { timeoutMs: 30_000, maxInflight: 1 } } })
+      const waiting = request("/threads/t1")
+      const call = yield* nextCall()
+      call.connect()
+      const refused = yield* Effect.promise(() => request("/threads/t1").response)
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get("retry-after")).toBe("1")
+      expect(yield* Effect.promise(() => refused.text())).toBe('{"error":"worker at capacity, retry"}')
+      expect(waiting.settled()).toBe(false)
+
+      // Headers in: the slot is free again, even while the body still streams.
+      call.headers(200)
+      call.data("streaming")
+      yield* io
+      const next = request("/threads/t1")
+      answer(yield* nextCall())
+      expect((yield* Effect.promise(() => next.response)).status).toBe(200)
+      call.end()
+      expect((yield* Effect.promise(() => waiting.response)).status).toBe(200)
+    })
+  )
+})
+
+describe("the forward", () => {
+  it.scoped("goes to the worker's origin with the raw path and query, Pinboard-Epoch, X-Forwarded-For", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { registry, request, nextCall } = yield* pipelineHarness(fake)
+      const client = request("/threads/t1/a%2Fb/c?x=%20&y", {
+        headers: { "x-forwarded-for": "1.2.3.4", "pinboard-caller": "forged", "x-kept": "yes" }
+      })
+      const call = yield* nextCall()
+      answer(call)
+      yield* Effect.promise(() => client.response)
+      expect(call.options.origin).toBe("http://w1.test")
+      expect(call.options.path).toBe("/threads/t1/a%2Fb/c?x=%20&y")
+      const headers = call.options.headers as Record<string, string>
+      expect(headers["pinboard-epoch"]).toBe((yield* registry.placement(key)).epoch)
+      expect(headers["x-forwarded-for"]).toBe("127.0.0.1")
+      expect(headers["x-kept"]).toBe("yes")
+      expect(headers["pinboard-caller"]).toBeUndefined()
+      expect(headers["host"]).toBeUndefined()
+    })
+  )
+
+  it.scoped("a worker that fails before headers: 502 bad gateway; an existing placement stays", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { registry, request, nextCall } = yield* pipelineHarness(fake)
+      const placing = request("/threads/t1")
+      answer(yield* nextCall())
+      yield* Effect.promise(() => placing.response)
+      const epoch = (yield* registry.placement(key)).epoch
+
+      const client = request("/threads/t1")
+      const call = yield* nextCall()
+      call.fail(new Error("connect ECONNREFUSED"))
+      const response = yield* Effect.promise(() => client.response)
+      expect(response.status).toBe(502)
+      expect(yield* Effect.promise(() => response.text())).toBe("bad gateway")
+      expect((yield* registry.placement(key)).epoch).toBe(epoch)
+    })
+  )
+})

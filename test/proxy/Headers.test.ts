@@ -1,0 +1,95 @@
+// The header rules of the seed's "Request headers", "Pinboard adds" and "Response", pure.
+import { describe, expect, it } from "vitest"
+import { forwardRequestHeaders, isRefusal, relayResponseHeaders, withCors } from "../../src/proxy/Headers.js"
+
+const added = { epoch: "42", peer: "10.0.0.9" }
+
+describe("request headers", () => {
+  it("strips hop-by-hop headers, those named in Connection, Host, Pinboard-* and Expect", () => {
+    const out = forwardRequestHeaders(
+      {
+        connection: "keep-alive, x-listed, X-Other",
+        "keep-alive": "timeout=5",
+        te: "trailers",
+        trailer: "x-t",
+        "transfer-encoding": "chunked",
+        upgrade: "websocket",
+        "proxy-authorization": "Basic x",
+        "proxy-connection": "keep-alive",
+        "x-listed": "1",
+        "x-other": "2",
+        host: "pinboard.example.com",
+        "pinboard-caller": "token",
+        "pinboard-attestation": "forged",
+        "pinboard-epoch": "1",
+        expect: "100-continue",
+        authorization: "Bearer user",
+        "content-type": "application/json",
+        cookie: "a=b",
+        "x-forwarded-for": "6.6.6.6"
+      },
+      added
+    )
+    expect(out).toEqual({
+      authorization: "Bearer user",
+      "content-type": "application/json",
+      cookie: "a=b",
+      "x-forwarded-for": "10.0.0.9",
+      "pinboard-epoch": "42"
+    })
+  })
+
+  it("forwards everything else unchanged, repeated values included", () => {
+    const out = forwardRequestHeaders({ "x-a": "1", "x-b": ["2", "3"] as unknown as string }, added)
+    expect(out["x-a"]).toBe("1")
+    expect(out["x-b"]).toEqual(["2", "3"])
+  })
+})
+
+describe("response headers", () => {
+  it("strips hop-by-hop, Pinboard-* and Pinned-Refusal; sets X-Accel-Buffering: no", () => {
+    const out = relayResponseHeaders(
+      {
+        connection: "x-listed",
+        "x-listed": "1",
+        "keep-alive": "timeout=5",
+        "transfer-encoding": "chunked",
+        "pinboard-foo": "bar",
+        "pinned-refusal": "lease-unhealthy",
+        "set-cookie": ["a=1", "b=2"],
+        "content-type": "text/plain",
+        location: "/elsewhere"
+      },
+      undefined
+    )
+    expect(out).toEqual({
+      "set-cookie": ["a=1", "b=2"],
+      "content-type": "text/plain",
+      location: "/elsewhere",
+      "x-accel-buffering": "no"
+    })
+  })
+
+  it("the CORS rule: with an Origin and no Access-Control-Allow-Origin, sets it and appends Vary", () => {
+    expect(relayResponseHeaders({ vary: "accept" }, "https://app.example")).toMatchObject({
+      "access-control-allow-origin": "https://app.example",
+      vary: "accept, origin"
+    })
+    expect(withCors({}, "https://app.example")).toEqual({ "access-control-allow-origin": "https://app.example", vary: "origin" })
+  })
+
+  it("the CORS rule leaves a worker's own Access-Control-Allow-Origin, and requests without Origin, alone", () => {
+    expect(relayResponseHeaders({ "access-control-allow-origin": "*" }, "https://app.example")).toEqual({
+      "access-control-allow-origin": "*",
+      "x-accel-buffering": "no"
+    })
+    expect(withCors({}, undefined)).toEqual({})
+  })
+
+  it("a refusal is 503 with Pinned-Refusal: lease-unhealthy, nothing else", () => {
+    expect(isRefusal(503, { "pinned-refusal": "lease-unhealthy" })).toBe(true)
+    expect(isRefusal(503, {})).toBe(false)
+    expect(isRefusal(200, { "pinned-refusal": "lease-unhealthy" })).toBe(false)
+    expect(isRefusal(503, { "pinned-refusal": "other" })).toBe(false)
+  })
+})

@@ -1,0 +1,86 @@
+// Pinboard's instance pipeline behind a real node:http server, on the embedded registry
+// under the test's clock, with a fake upstream in place of undici: the test plays the
+// workers. For TestClock tests of the data plane's rules.
+import http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Effect, Layer, Runtime, TestClock } from "effect"
+import { AppConfig } from "../../src/AppConfig.js"
+import { configForTests, type PinboardConfig } from "../../src/Config.js"
+import { respond } from "../../src/http/Server.js"
+import { handleInstanceRequest } from "../../src/pipeline/Pipeline.js"
+import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
+import { Upstream } from "../../src/proxy/Upstream.js"
+import * as Registry from "../../src/registry/Registry.js"
+import type { FakeUpstream } from "./FakeUpstream.js"
+
+export interface Client {
+  readonly response: Promise<Response>
+  readonly settled: () => boolean
+}
+
+export interface HarnessOptions {
+  /** How many resolves take 6 s of clock (a stalled event loop, as far as the placement's age goes). */
+  readonly stallResolves?: number
+  /** Registered workers; each advertises http://<worker>.test/. */
+  readonly workers?: ReadonlyArray<string>
+  readonly config?: Partial<PinboardConfig>
+}
+
+/** A worker registered with its cold start behind it, the server listening. */
+export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}) => {
+  const config = configForTests(options.config ?? {})
+  return Effect.gen(function* () {
+    const registry = yield* Registry.Registry
+    const registerAll = Effect.forEach(options.workers ?? ["w1"], (worker) =>
+      registry.register({
+        worker,
+        advertiseUrl: `http://${worker}.test/`,
+        namespaces: [{ namespace: "/threads", hostname: "", env: "" }],
+        headroom: 1,
+        draining: false
+      })
+    )
+    yield* registerAll
+    yield* TestClock.adjust(config.leaseMs + 1)
+    yield* registerAll
+
+    let stalls = options.stallResolves ?? 0
+    const stalling: Registry.RegistryService = {
+      ...registry,
+      resolve: (request) => Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
+    }
+    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap>().pipe(
+      Effect.provideService(Registry.Registry, stalling)
+    )
+    const run = Runtime.runFork(runtime)
+    const server = http.createServer((req, res) => {
+      run(respond(req, res, handleInstanceRequest(req, res)))
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void>((resume) => {
+        server.listen(0, "127.0.0.1", () => resume(Effect.void))
+      }),
+      () =>
+        Effect.sync(() => {
+          server.closeAllConnections()
+          server.close()
+        })
+    )
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const request = (path: string, init?: RequestInit): Client => {
+      let settled = false
+      const response = fetch(`${url}${path}`, init).finally(() => (settled = true))
+      return { response, settled: () => settled }
+    }
+    return { config, registry, url, request, nextCall: () => Effect.promise(fake.nextCall) }
+  }).pipe(
+    Effect.provide(
+      Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer).pipe(
+        Layer.provideMerge(Layer.succeed(AppConfig, config))
+      )
+    )
+  )
+}
+
+/** Lets real I/O (the server writing, the client reading) catch up. */
+export const io = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
