@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Pinboard: parse the config, build the layers, run until SIGTERM (DESIGN 1, 2, 9).
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { appLayer } from "./App.js"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"

@@ -1,0 +1,479 @@
+// A fleet for end-to-end tests of the data plane: the built Pinboard (`node dist/main.js`),
+// optionally on its own redis-server, fixture workers (test/fixtures/worker.mjs) and
+// "virtual" workers the test registers itself over the registry API, plus plain HTTP helpers
+// (node:http and raw sockets) to look at exactly what goes over the wire. Everything started
+// is stopped by pid in `Fleet.stop`.
+import { hash, randomBytes } from "node:crypto"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http"
+import net from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { freePort, spawnProcess, type Spawned } from "./Processes.js"
+import { startRedisServer, type RedisServer } from "./RedisServer.js"
+
+const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
+const WORKER = new URL("../fixtures/worker.mjs", import.meta.url).pathname
+
+export const TOKEN = "e2e-deployment-token"
+/** Short enough for a quick cold start; long enough that a busy machine keeps its leases. */
+export const LEASE_MS = 2000
+export const BUCKETS = 16
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Polls `check` until it stops throwing, for effects the contract orders only loosely (a nack
+ * counted, a placement released, while or after the answer is written). Rethrows the last failure.
+ */
+export const eventually = async <A>(check: () => Promise<A> | A, timeoutMs = 2000): Promise<A> => {
+  const deadline = performance.now() + timeoutMs
+  for (;;) {
+    try {
+      return await check()
+    } catch (error) {
+      if (performance.now() > deadline) throw error
+      await sleep(25)
+    }
+  }
+}
+
+let counter = 0
+/** A fresh id (or key) per use, so tests sharing a fleet never share a placement. */
+export const uid = (label = "id"): string => `${label}-${++counter}-${randomBytes(3).toString("hex")}`
+
+export interface Pinboard {
+  readonly url: string
+  readonly port: number
+  readonly pid: number
+  readonly process: Spawned
+  readonly leaseMs: number
+  /** Kills it by pid (also done by `Fleet.stop`). */
+  readonly stop: () => Promise<void>
+}
+
+export interface Worker {
+  readonly id: string
+  readonly port: number
+  readonly advertiseUrl: string
+  readonly pid: number
+  readonly process: Spawned
+}
+
+export interface VirtualWorker {
+  readonly id: string
+  readonly incarnation: string
+  /** Sends a heartbeat now with this flag, and keeps sending it. */
+  readonly setDraining: (draining: boolean) => Promise<void>
+  readonly deregister: () => Promise<void>
+}
+
+export interface PinboardOptions {
+  /** Omitted: the embedded registry. */
+  readonly redis?: RedisServer
+  readonly prefix?: string
+  readonly leaseMs?: number
+  /** Written to a JSON file and passed as PINBOARD_CONFIG. */
+  readonly config?: Record<string, unknown>
+}
+
+export interface WorkerOptions {
+  readonly id: string
+  readonly namespaces: ReadonlyArray<string>
+  /** advertiseUrl path prefix, e.g. "/base". */
+  readonly prefix?: string
+  readonly headroom?: number
+}
+
+export class Fleet {
+  readonly dir = mkdtempSync(join(tmpdir(), "pinboard-fleet-"))
+  /** Shared by every fixture worker of this fleet, for `key=` logs and `mode=once` claims. */
+  readonly stateDir = mkdtempSync(join(this.dir, "state-"))
+  private readonly stops: Array<() => Promise<unknown> | void> = []
+
+  async redis(): Promise<RedisServer> {
+    const server = await startRedisServer()
+    this.stops.push(() => server.stop())
+    return server
+  }
+
+  async pinboard(options: PinboardOptions = {}): Promise<Pinboard> {
+    if (!existsSync(MAIN)) throw new Error("dist/main.js is missing: run `npm run build` before the end-to-end tests")
+    const port = await freePort()
+    const leaseMs = options.leaseMs ?? LEASE_MS
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("PINBOARD_")))
+    const env: Record<string, string> = {
+      ...clean,
+      PINBOARD_TOKEN: TOKEN,
+      PINBOARD_PORT: String(port),
+      PINBOARD_HOST: "127.0.0.1",
+      PINBOARD_LEASE_MS: String(leaseMs),
+      PINBOARD_BUCKETS: String(BUCKETS)
+    }
+    if (options.redis !== undefined) {
+      env.PINBOARD_REDIS_URL = options.redis.url
+      env.PINBOARD_REDIS_PREFIX = options.prefix ?? uid("pb")
+    }
+    if (options.config !== undefined) {
+      const file = join(this.dir, `${uid("config")}.json`)
+      writeFileSync(file, JSON.stringify(options.config))
+      env.PINBOARD_CONFIG = file
+    }
+    const child = spawnProcess(process.execPath, [MAIN], { env })
+    this.stops.push(() => child.kill())
+    const url = `http://127.0.0.1:${port}`
+    const deadline = performance.now() + 15_000
+    for (;;) {
+      const exit = await Promise.race([child.exited, sleep(50).then(() => undefined)])
+      if (exit !== undefined) throw new Error(`pinboard exited during start-up (${JSON.stringify(exit)}):\n${child.lines.join("\n")}`)
+      const healthy = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+        async (res) => (await res.arrayBuffer(), res.status === 200),
+        () => false
+      )
+      if (healthy) return { url, port, pid: child.pid, process: child, leaseMs, stop: async () => void (await child.kill()) }
+      if (performance.now() > deadline) throw new Error(`pinboard did not answer /healthz:\n${child.lines.join("\n")}`)
+    }
+  }
+
+  async worker(pinboard: Pinboard, options: WorkerOptions): Promise<Worker> {
+    const args = [
+      WORKER,
+      "--pinboard", pinboard.url,
+      "--token", TOKEN,
+      "--worker", options.id,
+      "--namespaces", options.namespaces.join(","),
+      "--state-dir", this.stateDir,
+      "--headroom", String(options.headroom ?? 10)
+    ]
+    if (options.prefix !== undefined) args.push("--prefix", options.prefix)
+    const child = spawnProcess(process.execPath, args)
+    this.stops.push(() => child.kill())
+    const ready = await child.waitForLine(new RegExp(`^worker ${options.id} ready on (\\d+)$`), 15_000)
+    const port = Number(ready[1])
+    return { id: options.id, port, advertiseUrl: `http://127.0.0.1:${port}${options.prefix ?? ""}`, pid: child.pid, process: child }
+  }
+
+  /** A worker the test registers (and heartbeats) itself, e.g. with an advertiseUrl nobody listens on. */
+  async virtualWorker(
+    pinboard: Pinboard,
+    options: { readonly id: string; readonly advertiseUrl: string; readonly namespaces: ReadonlyArray<string>; readonly draining?: boolean }
+  ): Promise<VirtualWorker> {
+    let draining = options.draining ?? false
+    const registered = await registryCall(pinboard, "POST", "/registry/workers", {
+      worker: options.id,
+      advertiseUrl: options.advertiseUrl,
+      namespaces: options.namespaces,
+      headroom: 10,
+      draining
+    })
+    if (registered.status !== 200) throw new Error(`register answered ${registered.status} ${registered.text}`)
+    const { incarnation, heartbeatMs } = registered.json as { incarnation: string; heartbeatMs: number }
+    const beat = async () => {
+      await registryCall(pinboard, "POST", `/registry/workers/${options.id}/heartbeat`, { incarnation, headroom: 10, draining }).catch(
+        () => undefined
+      )
+    }
+    const timer = setInterval(() => void beat(), heartbeatMs)
+    timer.unref()
+    this.stops.push(() => clearInterval(timer))
+    return {
+      id: options.id,
+      incarnation,
+      setDraining: async (value) => {
+        draining = value
+        await beat()
+      },
+      deregister: async () => {
+        clearInterval(timer)
+        await registryCall(pinboard, "DELETE", `/registry/workers/${options.id}?incarnation=${incarnation}`)
+      }
+    }
+  }
+
+  /** Lines every fixture worker logged for `key=K`: "<worker> refused|served <method> <url>". */
+  keyLog(key: string): Array<string> {
+    const file = join(this.stateDir, `${key}.log`)
+    return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((line) => line !== "") : []
+  }
+
+  async stop(): Promise<void> {
+    for (const stop of this.stops.reverse()) await stop()
+    this.stops.length = 0
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** The standard fleet: Pinboard (Redis or embedded), worker A on /threads and /pair, worker B on /pair. */
+export interface StandardFleet {
+  readonly fleet: Fleet
+  /** The Redis run's redis-server (another Pinboard may use it under another prefix). */
+  readonly redis: RedisServer | undefined
+  readonly pinboard: Pinboard
+  readonly a: Worker
+  readonly b: Worker
+}
+
+/** Header timeout 1 s (504 tests); nacks counted but never degrading a worker during the suite. */
+export const STANDARD_CONFIG = {
+  forwards: { timeoutMs: 1000 },
+  nack: { threshold: 1_000_000, windowMs: 600_000 }
+}
+
+/** Starts into `fleet`, which the caller stops (in afterAll, even when this never finished). */
+export const startStandardFleet = async (registry: "redis" | "embedded", fleet: Fleet): Promise<StandardFleet> => {
+  try {
+    const redis = registry === "redis" ? await fleet.redis() : undefined
+    const pinboard = await fleet.pinboard({ ...(redis === undefined ? {} : { redis }), config: STANDARD_CONFIG })
+    const [a, b] = await Promise.all([
+      fleet.worker(pinboard, { id: uid("wa"), namespaces: ["/threads", "/pair"] }),
+      fleet.worker(pinboard, { id: uid("wb"), namespaces: ["/pair"] })
+    ])
+    await waitForColdStart(pinboard, "/threads")
+    return { fleet, redis, pinboard, a, b }
+  } catch (error) {
+    await fleet.stop()
+    throw error
+  }
+}
+
+// ---- the registry -----------------------------------------------------------------------------
+
+export const bucketOf = (namespace: string, id: string, buckets = BUCKETS): number =>
+  hash("sha1", `\n${namespace}\n${id}`, "buffer").readUInt32BE(0) % buckets
+
+const COLD_START = JSON.stringify({ error: "registry cold start, retry" })
+
+/**
+ * Polls one id per bucket (DESIGN 3's bucket hash) of `namespace` until none answers `503
+ * registry cold start`. Each poll that gets through places its id: harmless, ids are fresh.
+ */
+export const waitForColdStart = async (pinboard: Pinboard, namespace: string): Promise<void> => {
+  const pending = new Map<number, string>()
+  for (let i = 0; pending.size < BUCKETS; i++) {
+    const id = `warm-${i}`
+    const bucket = bucketOf(namespace, id)
+    if (!pending.has(bucket)) pending.set(bucket, id)
+  }
+  const deadline = performance.now() + pinboard.leaseMs + 15_000
+  while (pending.size > 0) {
+    for (const [bucket, id] of pending) {
+      const res = await request(pinboard, `${namespace}/${id}/echo`)
+      if (!(res.status === 503 && res.text === COLD_START)) pending.delete(bucket)
+    }
+    if (pending.size === 0) return
+    if (performance.now() > deadline) throw new Error(`still in cold start after ${pinboard.leaseMs + 15_000} ms`)
+    await sleep(100)
+  }
+}
+
+export interface JsonAnswer {
+  readonly status: number
+  readonly text: string
+  readonly json: unknown
+}
+
+export const registryCall = async (pinboard: Pinboard, method: string, path: string, body?: unknown): Promise<JsonAnswer> => {
+  const res = await fetch(`${pinboard.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(5000)
+  })
+  const text = await res.text()
+  return { status: res.status, text, json: text === "" ? undefined : JSON.parse(text) }
+}
+
+export interface PlacementRow {
+  readonly worker: string
+  readonly epoch: string
+  readonly live: boolean
+}
+
+/** GET /registry/placements/{namespace without /}/{id}: the row, or undefined on 404. */
+export const placementOf = async (pinboard: Pinboard, namespace: string, id: string): Promise<PlacementRow | undefined> => {
+  const answer = await registryCall(pinboard, "GET", `/registry/placements/${namespace.slice(1)}/${id}`)
+  if (answer.status === 404) return undefined
+  if (answer.status !== 200) throw new Error(`placements answered ${answer.status} ${answer.text}`)
+  return answer.json as PlacementRow
+}
+
+export const nacksOf = async (pinboard: Pinboard, worker: string): Promise<number> => {
+  const answer = await registryCall(pinboard, "GET", "/registry/workers")
+  const found = (answer.json as { workers: Array<{ worker: string; nacks: number }> }).workers.find((w) => w.worker === worker)
+  if (found === undefined) throw new Error(`worker ${worker} is not listed`)
+  return found.nacks
+}
+
+// ---- HTTP through node:http -------------------------------------------------------------------
+
+export interface Answer {
+  readonly status: number
+  readonly statusMessage: string
+  readonly headers: IncomingHttpHeaders
+  /** Name, value pairs as received (names as sent on the wire). */
+  readonly rawHeaders: ReadonlyArray<string>
+  readonly body: Buffer
+  readonly text: string
+}
+
+export interface RequestOptions {
+  readonly method?: string
+  readonly headers?: OutgoingHttpHeaders | ReadonlyArray<[string, string]>
+  readonly body?: string | Buffer
+  readonly timeoutMs?: number
+}
+
+/** One request on its own connection; `path` is sent byte for byte (nothing normalized). */
+export const request = (pinboard: Pinboard | { readonly port: number }, path: string, options: RequestOptions = {}): Promise<Answer> =>
+  new Promise((resolve, reject) => {
+    const pairs: Array<[string, string]> = Array.isArray(options.headers)
+      ? [...(options.headers as Array<[string, string]>)]
+      : Object.entries(options.headers ?? {}).map(([name, value]) => [name, String(value)])
+    // node:http sends a DELETE/OPTIONS body unframed unless it is sized.
+    if (options.body !== undefined && !pairs.some(([name]) => name.toLowerCase() === "content-length")) {
+      pairs.push(["Content-Length", String(Buffer.byteLength(options.body))])
+    }
+    const headers = pairs.flat()
+    const req = http.request({
+      host: "127.0.0.1",
+      port: pinboard.port,
+      method: options.method ?? "GET",
+      path: path.startsWith("/") ? path : `/${path}`,
+      agent: false,
+      headers
+    })
+    req.setTimeout(options.timeoutMs ?? 10_000, () => req.destroy(new Error(`no answer to ${path} in time`)))
+    req.on("error", reject)
+    req.on("response", (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("error", reject)
+      res.on("aborted", () => reject(new Error(`response to ${path} aborted`)))
+      res.on("end", () => {
+        const body = Buffer.concat(chunks)
+        resolve({
+          status: res.statusCode ?? 0,
+          statusMessage: res.statusMessage ?? "",
+          headers: res.headers,
+          rawHeaders: res.rawHeaders,
+          body,
+          text: body.toString("utf8")
+        })
+      })
+    })
+    req.end(options.body)
+  })
+
+/** Every value of a header in the raw list, in order (several lines of one name stay apart). */
+export const headerValues = (rawHeaders: ReadonlyArray<string>, name: string): Array<string> => {
+  const values: Array<string> = []
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() === name.toLowerCase()) values.push(rawHeaders[i + 1]!)
+  }
+  return values
+}
+
+/** The lowercased names of a raw header list. */
+export const headerNames = (rawHeaders: ReadonlyArray<string>): Array<string> =>
+  rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase())
+
+/** Comma-separated tokens over every line of a header, lowercased: `Vary` as a list. */
+export const headerTokens = (rawHeaders: ReadonlyArray<string>, name: string): Array<string> =>
+  headerValues(rawHeaders, name)
+    .flatMap((value) => value.split(","))
+    .map((token) => token.trim().toLowerCase())
+    .filter((token) => token !== "")
+
+// ---- raw sockets ------------------------------------------------------------------------------
+
+export interface RawExchange {
+  /** Everything the server sent. */
+  readonly bytes: Buffer
+  /** True when the server closed (or reset) the connection within the wait. */
+  readonly closed: boolean
+}
+
+/**
+ * Writes `data` on a fresh connection and collects what comes back until the server closes the
+ * connection, or `waitMs` passes (then the client closes it).
+ */
+export const rawExchange = (port: number, data: string | Buffer, waitMs = 5000): Promise<RawExchange> =>
+  new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1")
+    const chunks: Array<Buffer> = []
+    let closed = false
+    const timer = setTimeout(() => socket.destroy(), waitMs)
+    socket.on("data", (chunk) => chunks.push(chunk))
+    socket.on("end", () => {
+      closed = true
+      socket.destroy()
+    })
+    socket.on("error", () => {
+      closed = true
+    })
+    socket.on("close", () => {
+      clearTimeout(timer)
+      resolve({ bytes: Buffer.concat(chunks), closed })
+    })
+    socket.write(data)
+  })
+
+export interface RawResponse {
+  readonly statusLine: string
+  readonly status: number
+  /** Name, value pairs as received. */
+  readonly rawHeaders: ReadonlyArray<string>
+  readonly body: Buffer
+  /** False when a chunked or sized body ended early. */
+  readonly complete: boolean
+}
+
+/** Parses one HTTP/1.1 response (chunked, sized, or up to the close). */
+export const parseResponse = (bytes: Buffer): RawResponse => {
+  const end = bytes.indexOf("\r\n\r\n")
+  if (end < 0) throw new Error(`no complete response head in ${JSON.stringify(bytes.toString("latin1"))}`)
+  const [statusLine, ...lines] = bytes.subarray(0, end).toString("latin1").split("\r\n")
+  const rawHeaders = lines.flatMap((line) => {
+    const colon = line.indexOf(":")
+    return [line.slice(0, colon), line.slice(colon + 1).trim()]
+  })
+  const status = Number(statusLine!.split(" ")[1])
+  let rest = bytes.subarray(end + 4)
+  const chunked = headerTokens(rawHeaders, "transfer-encoding").includes("chunked")
+  const length = headerValues(rawHeaders, "content-length")[0]
+  if (chunked) {
+    const parts: Array<Buffer> = []
+    for (;;) {
+      const lineEnd = rest.indexOf("\r\n")
+      if (lineEnd < 0) return { statusLine: statusLine!, status, rawHeaders, body: Buffer.concat(parts), complete: false }
+      const size = parseInt(rest.subarray(0, lineEnd).toString("latin1"), 16)
+      if (size === 0) return { statusLine: statusLine!, status, rawHeaders, body: Buffer.concat(parts), complete: true }
+      const chunk = rest.subarray(lineEnd + 2, lineEnd + 2 + size)
+      parts.push(chunk)
+      if (chunk.length < size) return { statusLine: statusLine!, status, rawHeaders, body: Buffer.concat(parts), complete: false }
+      rest = rest.subarray(lineEnd + 2 + size + 2)
+    }
+  }
+  if (length !== undefined) {
+    const body = rest.subarray(0, Number(length))
+    return { statusLine: statusLine!, status, rawHeaders, body, complete: body.length === Number(length) }
+  }
+  return { statusLine: statusLine!, status, rawHeaders, body: rest, complete: true }
+}
+
+/** A request head as raw text; `Connection: close` is added unless the headers name Connection. */
+export const rawRequestHead = (method: string, target: string, headers: ReadonlyArray<[string, string]>): string => {
+  const all = headers.some(([name]) => name.toLowerCase() === "connection") ? headers : [...headers, ["Connection", "close"] as [string, string]]
+  return `${method} ${target} HTTP/1.1\r\n${all.map(([name, value]) => `${name}: ${value}\r\n`).join("")}\r\n`
+}
+
+/** A WebSocket upgrade request head, raw. */
+export const rawUpgradeHead = (target: string, extra: ReadonlyArray<[string, string]> = []): string =>
+  rawRequestHead("GET", target, [
+    ["Host", "client.example"],
+    ["Connection", "Upgrade"],
+    ["Upgrade", "websocket"],
+    ["Sec-WebSocket-Version", "13"],
+    ["Sec-WebSocket-Key", randomBytes(16).toString("base64")],
+    ...extra
+  ])
