@@ -78,8 +78,19 @@ export const ServerLive = Layer.scopedDiscard(
       }
     }
 
+    // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
+    let inFlight = 0
+    let drained: (() => void) | undefined
+    const exchangeOver = () => {
+      if (--inFlight === 0) drained?.()
+    }
+
     // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
     const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+      inFlight++
+      res.once("close", exchangeOver)
+      // While shutting down, no connection is kept for another request.
+      if (shuttingDown) res.shouldKeepAlive = false
       run(handle(req, res))
     })
     // Every upgrade is an instance request, `/healthz` and `/registry/*` included (seed "WebSockets").
@@ -94,14 +105,19 @@ export const ServerLive = Layer.scopedDiscard(
     const { port } = server.address() as AddressInfo
     yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
 
+    // SIGTERM (DESIGN 9): /readyz turns 503, the listener stops accepting, in-flight
+    // exchanges get shutdown.graceMs to finish, then whatever is left is closed, tunnels too.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         shuttingDown = true
-        const closed = Effect.async<void>((resume) => {
-          server.close(() => resume(Effect.void))
-          server.closeIdleConnections()
+        server.close()
+        server.closeIdleConnections()
+        const allOver = Effect.async<void>((resume) => {
+          if (inFlight === 0) return resume(Effect.void)
+          drained = () => resume(Effect.void)
         })
-        yield* Effect.timeout(closed, config.shutdown.graceMs).pipe(Effect.ignore)
+        // Finalizers run uninterruptibly: the wait must be interruptible for the timeout to end it.
+        yield* Effect.timeout(Effect.interruptible(allOver), config.shutdown.graceMs).pipe(Effect.ignore)
         server.closeAllConnections()
         for (const tunnel of tunnels) tunnel.destroy()
       })
