@@ -1,7 +1,8 @@
 // Resolve, inflight cap and forward with a worker the test plays: the seed's "In-band
 // refusal", the per-worker inflight cap (DESIGN 9) and the headers of the forward.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import net from "node:net"
+import { Deferred, Effect } from "effect"
 import type { FakeCall } from "../support/FakeUpstream.js"
 import { makeFakeUpstream } from "../support/FakeUpstream.js"
 import { io, pipelineHarness } from "../support/PipelineHarness.js"
@@ -153,6 +154,25 @@ describe("the forward", () => {
       expect(response.status).toBe(502)
       expect(yield* Effect.promise(() => response.text())).toBe("bad gateway")
       expect((yield* registry.placement(key)).epoch).toBe(epoch)
+    })
+  )
+})
+
+describe("a client that goes away", () => {
+  it.scoped("before the forward starts: nothing is sent to the worker", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const resolveMayGo = yield* Deferred.make<void>()
+      const { port } = yield* pipelineHarness(fake, { holdResolves: Deferred.await(resolveMayGo) })
+      const socket = net.connect(port, "127.0.0.1")
+      yield* Effect.promise(() => new Promise((resolve) => socket.once("connect", resolve)))
+      socket.write("GET /threads/t1 HTTP/1.1\r\nHost: x\r\n\r\n")
+      yield* io
+      socket.destroy()
+      yield* io
+      yield* Deferred.succeed(resolveMayGo, undefined)
+      yield* io
+      expect(fake.calls.length).toBe(0)
     })
   )
 })

@@ -23,6 +23,8 @@ export interface HarnessOptions {
   readonly stallResolves?: number
   /** Registered workers; each advertises http://<worker>.test/. */
   readonly workers?: ReadonlyArray<string>
+  /** Every resolve waits for this first (a slow registry, as the client sees it). */
+  readonly holdResolves?: Effect.Effect<void>
   readonly config?: Partial<PinboardConfig>
 }
 
@@ -47,7 +49,11 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     let stalls = options.stallResolves ?? 0
     const stalling: Registry.RegistryService = {
       ...registry,
-      resolve: (request) => Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
+      resolve: (request) =>
+        Effect.zipRight(
+          options.holdResolves ?? Effect.void,
+          Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
+        )
     }
     const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap>().pipe(
       Effect.provideService(Registry.Registry, stalling)
@@ -72,7 +78,8 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
       const response = fetch(`${url}${path}`, init).finally(() => (settled = true))
       return { response, settled: () => settled }
     }
-    return { config, registry, url, request, nextCall: () => Effect.promise(fake.nextCall) }
+    const port = (server.address() as AddressInfo).port
+    return { config, registry, url, port, request, nextCall: () => Effect.promise(fake.nextCall) }
   }).pipe(
     Effect.provide(
       Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer).pipe(
