@@ -54,7 +54,7 @@ export const respond = <E extends { readonly reply: Reply }, R>(req: IncomingMes
   answering((reply) => writeReply(req, res, reply))(handler)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */
-const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>) =>
+export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>) =>
   answering((reply) => writeBareStatus(socket, reply))(handler)
 
 export const ServerLive = Layer.scopedDiscard(
