@@ -19,11 +19,11 @@ import {
   rawRequestHead,
   request,
   STANDARD_CONFIG,
-  startStandardFleet,
   uid,
   waitForColdStart,
   type Answer,
-  type StandardFleet
+  type StandardFleet,
+  useStandardFleet
 } from "../support/Fleet.js"
 import { freePort } from "../support/Processes.js"
 
@@ -70,23 +70,13 @@ const raw = async (port: number, method: string, target: string, headers: Readon
   return parseResponse(exchange.bytes)
 }
 
-describe.each([
-  ["redis", true],
-  ["embedded", false]
-] as const)("data plane (%s registry)", (registry, full) => {
-  /** Only in the full (Redis) run; the embedded run keeps the smaller set. */
-  const fullIt: typeof it = ((name: string, fn: () => Promise<void>, timeout?: number) => {
-    if (full) it(name, fn, timeout)
-  }) as typeof it
-
-  let fleet: Fleet | undefined
+describe.each(["redis", "embedded"] as const)("data plane (%s registry)", (registry) => {
+  const standard = useStandardFleet(registry)
+  const fullIt = standard.fullIt
+  const full = registry === "redis"
   let f: StandardFleet
-  beforeAll(async () => {
-    fleet = new Fleet()
-    f = await startStandardFleet(registry, fleet)
-  }, 60_000)
-  afterAll(async () => {
-    await fleet?.stop()
+  beforeAll(() => {
+    f = standard.get()
   })
 
   // ---- forwarding and request headers ------------------------------------------------------

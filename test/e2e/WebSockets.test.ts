@@ -16,11 +16,11 @@ import {
   rawExchange,
   rawUpgradeHead,
   STANDARD_CONFIG,
-  startStandardFleet,
   uid,
   waitForColdStart,
   type Pinboard,
-  type StandardFleet
+  type StandardFleet,
+  useStandardFleet
 } from "../support/Fleet.js"
 import { freePort } from "../support/Processes.js"
 
@@ -78,22 +78,12 @@ const bare = (status: string, retryAfter?: string) =>
 /** A bare 503: the status line, `retry-after` in whole seconds >= 1, `connection: close`, nothing else. */
 const BARE_503 = /^HTTP\/1\.1 503 Service Unavailable\r\nretry-after: [1-9][0-9]*\r\nconnection: close\r\n\r\n$/
 
-describe.each([
-  ["redis", true],
-  ["embedded", false]
-] as const)("WebSockets (%s registry)", (registry, full) => {
-  const fullIt: typeof it = ((name: string, fn: () => Promise<void>, timeout?: number) => {
-    if (full) it(name, fn, timeout)
-  }) as typeof it
-
-  let fleet: Fleet | undefined
+describe.each(["redis", "embedded"] as const)("WebSockets (%s registry)", (registry) => {
+  const standard = useStandardFleet(registry)
+  const fullIt = standard.fullIt
   let f: StandardFleet
-  beforeAll(async () => {
-    fleet = new Fleet()
-    f = await startStandardFleet(registry, fleet)
-  }, 60_000)
-  afterAll(async () => {
-    await fleet?.stop()
+  beforeAll(() => {
+    f = standard.get()
   })
 
   describe("tunnel", () => {

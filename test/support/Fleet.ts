@@ -9,6 +9,7 @@ import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:h
 import net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { afterAll, beforeAll, it } from "vitest"
 import { freePort, spawnProcess, type Spawned } from "./Processes.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
 
@@ -234,6 +235,27 @@ export const startStandardFleet = async (registry: "redis" | "embedded", fleet: 
     await fleet.stop()
     throw error
   }
+}
+
+/**
+ * A standard fleet for the enclosing `describe`, started before its tests and stopped after.
+ * `get` is only valid inside tests; `fullIt` registers a test only in the full (Redis) run,
+ * so the embedded run keeps the smaller set.
+ */
+export const useStandardFleet = (registry: "redis" | "embedded") => {
+  let fleet: Fleet | undefined
+  let standard: StandardFleet | undefined
+  beforeAll(async () => {
+    fleet = new Fleet()
+    standard = await startStandardFleet(registry, fleet)
+  }, 60_000)
+  afterAll(async () => {
+    await fleet?.stop()
+  })
+  const fullIt: typeof it = ((name: string, fn: () => Promise<void>, timeout?: number) => {
+    if (registry === "redis") it(name, fn, timeout)
+  }) as typeof it
+  return { get: (): StandardFleet => standard!, fullIt }
 }
 
 // ---- the registry -----------------------------------------------------------------------------
