@@ -1,10 +1,11 @@
 // The layers, composed in one place: the server over the registry chosen by the config,
-// the upstream client and the inflight cap.
+// the upstream client, the forward's timers and the inflight cap.
 import { Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import type { PinboardConfig } from "./Config.js"
 import { ServerLive } from "./http/Server.js"
 import { InflightCap } from "./pipeline/steps/InflightCap.js"
+import { Deadlines } from "./proxy/Deadlines.js"
 import { Upstream } from "./proxy/Upstream.js"
 import * as Registry from "./registry/Registry.js"
 
@@ -13,6 +14,7 @@ export const appLayer = (config: PinboardConfig): Layer.Layer<never> => {
   return ServerLive.pipe(
     Layer.provide(Registry.layer(config)),
     Layer.provide(Upstream.layer),
+    Layer.provide(Deadlines.layer),
     Layer.provide(InflightCap.layer.pipe(Layer.provide(configLayer))),
     Layer.provide(configLayer)
   )

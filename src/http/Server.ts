@@ -9,6 +9,7 @@ import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
 import { handleInstanceRequest, handleUpgrade } from "../pipeline/Pipeline.js"
 import type { InflightCap } from "../pipeline/steps/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
+import type { Deadlines } from "../proxy/Deadlines.js"
 import type { Upstream } from "../proxy/Upstream.js"
 import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
@@ -60,7 +61,7 @@ export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Dupl
 export const ServerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const runtime = yield* Effect.runtime<Registry | AppConfig | Upstream | InflightCap>()
+    const runtime = yield* Effect.runtime<Registry | AppConfig | Upstream | InflightCap | Deadlines>()
     const run = Runtime.runFork(runtime)
     let shuttingDown = false
     const tunnels: TunnelSet = new Set()

@@ -5,6 +5,7 @@ import { Data, Effect } from "effect"
 import { BadGateway, WorkerRefusedActivation, type ClientAborted, type UpstreamTimeout, type WorkerAtCapacity } from "../Errors.js"
 import type { SendError } from "../proxy/Forward.js"
 import { MAX_RE_RESOLVES, RE_RESOLVE_AFTER_MS } from "../proxy/Limits.js"
+import type { Deadlines } from "../proxy/Deadlines.js"
 import type { Upstream } from "../proxy/Upstream.js"
 import { Registry, type Placement, type ResolveRequest } from "../registry/Registry.js"
 import { InflightCap } from "./steps/InflightCap.js"
@@ -14,13 +15,13 @@ export interface Transport<Sent> {
   /** Requests without a body and upgrades may be re-placed after a refusal: nothing is replayed. */
   readonly canRePlace: boolean
   /** Sends to the placement unless the clock is past `sendBy`; succeeds once the worker's headers are in. */
-  readonly send: (placement: Placement, sendBy: number) => Effect.Effect<Sent, SendError | ClientAborted, Upstream>
+  readonly send: (placement: Placement, sendBy: number) => Effect.Effect<Sent, SendError | ClientAborted, Upstream | Deadlines>
   readonly finish: (sent: Sent) => Effect.Effect<void>
 }
 
 export type DeliverError = ResolveError | WorkerAtCapacity | WorkerRefusedActivation | BadGateway | UpstreamTimeout | ClientAborted
 
-type Requirements = Registry | InflightCap | Upstream
+type Requirements = Registry | InflightCap | Upstream | Deadlines
 
 /** A refusal, once the placement is released and the worker's nack counted. */
 class RefusedBy extends Data.TaggedError("RefusedBy")<{ readonly worker: string }> {}

@@ -1,8 +1,10 @@
 // What Forward.ts and Tunnel.ts share: one exchange with a worker as an undici handler that
-// moves through phases, and an Effect that waits for a phase (or the exchange's failure).
+// moves through phases under the seed's limits, and an Effect that waits for a phase (or
+// the exchange's end). The limits run on Deadlines, so a TestClock drives them.
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { BadGateway, ClientAborted, UpstreamTimeout } from "../Errors.js"
+import type { DeadlinesService, Timer } from "./Deadlines.js"
 import { CONNECT_TIMEOUT_MS } from "./Limits.js"
 import { ConnectFailed, StaleResolve } from "./Signals.js"
 
@@ -16,28 +18,45 @@ export const enum Phase {
   Done
 }
 
+export interface ExchangeOptions {
+  /** Clock time after which the request is abandoned as stale, not sent; Infinity: never. */
+  readonly sendBy: number
+  readonly hasBody: boolean
+  readonly headersTimeoutMs: number
+  readonly deadlines: DeadlinesService
+  /** The Clock's time, so a TestClock drives the stale check. */
+  readonly now: () => number
+}
+
+export type Limit = "connect" | "headers" | "idle"
+
 export abstract class Exchange implements Dispatcher.DispatchHandler {
   phase = Phase.Connecting
   failure: unknown = undefined
   stale = false
+  /** The limit that ended the exchange, if one did. */
+  expired: Limit | undefined = undefined
   protected controller: Dispatcher.DispatchController | undefined
+  protected timer: Timer | undefined
   private wake: (() => void) | undefined
 
-  /**
-   * @param sendBy clock time after which the request is abandoned as stale, not sent
-   * @param now the Clock's time, so a TestClock drives the stale check
-   */
-  constructor(
-    private readonly sendBy: number,
-    protected readonly now: () => number,
-    private readonly hasBody: boolean
-  ) {}
+  constructor(protected readonly options: ExchangeOptions) {
+    this.timer = options.deadlines.start(CONNECT_TIMEOUT_MS, () => this.expire("connect"))
+  }
 
   protected advance(phase: Phase): void {
     if (phase > this.phase) this.phase = phase
-    const wake = this.wake
-    this.wake = undefined
-    wake?.()
+    this.wake?.()
+  }
+
+  protected startLimit(limit: Limit, durationMs: number): void {
+    this.timer?.cancel()
+    this.timer = this.options.deadlines.start(durationMs, () => this.expire(limit))
+  }
+
+  private expire(limit: Limit): void {
+    this.expired = limit
+    this.abort(new Error(`${limit} timeout`))
   }
 
   abort(reason: Error): void {
@@ -48,21 +67,30 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   protected fail(error: unknown): void {
     if (this.failure !== undefined) return
     this.failure = error
+    this.timer?.cancel()
     this.onFailure()
-    this.advance(this.phase)
+    this.wake?.()
   }
 
   /** What a failure undoes beyond waking the waiter (a half-relayed response, say). */
   protected abstract onFailure(): void
 
+  /** The whole request body has gone out: the wait for headers starts. */
   bodySent(): void {
+    if (this.phase < Phase.Headers) this.startLimit("headers", this.options.headersTimeoutMs)
     this.advance(Phase.Sent)
   }
 
+  /** Resumes once the phase is reached or the exchange has failed. */
   waitFor(phase: Phase): Effect.Effect<void> {
     return Effect.async<void>((resume) => {
       if (this.phase >= phase || this.failure !== undefined) return resume(Effect.void)
-      this.wake = () => resume(Effect.void)
+      this.wake = () => {
+        if (this.phase >= phase || this.failure !== undefined) {
+          this.wake = undefined
+          resume(Effect.void)
+        }
+      }
     })
   }
 
@@ -73,12 +101,20 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
       controller.abort(new Error("abandoned"))
       return
     }
-    if (this.now() > this.sendBy) {
+    if (this.options.now() > this.options.sendBy) {
       this.stale = true
       controller.abort(new Error("stale resolve"))
       return
     }
-    this.advance(this.hasBody ? Phase.Sending : Phase.Sent)
+    this.timer?.cancel()
+    if (this.options.hasBody) this.advance(Phase.Sending)
+    else this.bodySent()
+  }
+
+  /** The worker's headers are in: the header limit is met. */
+  protected headersIn(): void {
+    this.timer?.cancel()
+    this.advance(Phase.Headers)
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -89,30 +125,16 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
 export type AwaitHeadersError = ConnectFailed | StaleResolve | UpstreamTimeout | BadGateway | ClientAborted
 
 /**
- * Connect within CONNECT_TIMEOUT_MS, then, once the request is sent, the worker's headers
- * within `headersTimeoutMs` (seed "Limits"). A failure before sending is a connect failure.
+ * Waits for the worker's headers, then says why there are none: a failure before the
+ * request went out is a connect failure (seed "Limits": connect 5 s; header wait).
  */
-export const awaitHeaders = (
-  exchange: Exchange,
-  headersTimeoutMs: number,
-  clientGone: () => boolean
-): Effect.Effect<void, AwaitHeadersError> =>
-  Effect.gen(function* () {
-    const connected = yield* exchange.waitFor(Phase.Sending).pipe(Effect.timeout(CONNECT_TIMEOUT_MS), Effect.option)
-    if (connected._tag === "None") {
-      exchange.abort(new Error("connect timeout"))
-      return yield* new ConnectFailed({ cause: "connect timeout" })
+export const awaitHeaders = (exchange: Exchange, clientGone: () => boolean): Effect.Effect<void, AwaitHeadersError> =>
+  Effect.flatMap(exchange.waitFor(Phase.Headers), (): Effect.Effect<void, AwaitHeadersError> => {
+    if (exchange.phase >= Phase.Headers) return Effect.void
+    if (exchange.stale) return new StaleResolve()
+    if (exchange.phase === Phase.Connecting) {
+      return new ConnectFailed({ cause: exchange.expired === "connect" ? "connect timeout" : exchange.failure })
     }
-    if (exchange.stale) return yield* new StaleResolve()
-    if (exchange.phase === Phase.Connecting) return yield* new ConnectFailed({ cause: exchange.failure })
-
-    yield* exchange.waitFor(Phase.Sent)
-    const answered = yield* exchange.waitFor(Phase.Headers).pipe(Effect.timeout(headersTimeoutMs), Effect.option)
-    if (answered._tag === "None") {
-      exchange.abort(new Error("upstream timeout"))
-      return yield* new UpstreamTimeout()
-    }
-    if (exchange.phase < Phase.Headers) {
-      return yield* clientGone() ? new ClientAborted() : new BadGateway({ cause: exchange.failure })
-    }
+    if (exchange.expired === "headers") return new UpstreamTimeout()
+    return clientGone() ? new ClientAborted() : new BadGateway({ cause: exchange.failure })
   })

@@ -7,7 +7,8 @@ import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
-import { awaitHeaders, Exchange, Phase, type AwaitHeadersError } from "./Exchange.js"
+import { Deadlines } from "./Deadlines.js"
+import { awaitHeaders, Exchange, Phase, type AwaitHeadersError, type ExchangeOptions } from "./Exchange.js"
 import { isRefusal, relayResponseHeaders } from "./Headers.js"
 import { BODY_IDLE_MS } from "./Limits.js"
 import { Refused } from "./Signals.js"
@@ -28,17 +29,13 @@ export type SendError = AwaitHeadersError | Refused
 
 class HttpExchange extends Exchange {
   refused = false
-  lastActivityAt: number
 
   constructor(
     private readonly res: ServerResponse,
     private readonly origin: string | undefined,
-    sendBy: number,
-    now: () => number,
-    hasBody: boolean
+    options: ExchangeOptions
   ) {
-    super(sendBy, now, hasBody)
-    this.lastActivityAt = now()
+    super(options)
   }
 
   protected onFailure(): void {
@@ -53,22 +50,25 @@ class HttpExchange extends Exchange {
     if (statusCode < 200) return
     if (isRefusal(statusCode, headers)) this.refused = true
     else this.res.writeHead(statusCode, relayResponseHeaders(headers, this.origin))
-    this.advance(Phase.Headers)
+    this.headersIn()
+    // The body streams under the idle limit: each chunk (or the client draining) restarts it.
+    this.startLimit("idle", BODY_IDLE_MS)
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.lastActivityAt = this.now()
+    this.timer?.restart()
     if (this.refused) return
     if (!this.res.write(chunk)) {
       controller.pause()
       this.res.once("drain", () => {
-        this.lastActivityAt = this.now()
+        this.timer?.restart()
         controller.resume()
       })
     }
   }
 
   onResponseEnd(): void {
+    this.timer?.cancel()
     if (!this.refused) this.res.end()
     this.advance(Phase.Done)
   }
@@ -98,13 +98,19 @@ export const sendRequest = (
   req: IncomingMessage,
   res: ServerResponse,
   outbound: Outbound
-): Effect.Effect<HttpExchange, SendError | ClientAborted, Upstream> =>
+): Effect.Effect<HttpExchange, SendError | ClientAborted, Upstream | Deadlines> =>
   Effect.gen(function* () {
     if (clientGone(req, res)) return yield* new ClientAborted()
     const upstream = yield* Upstream
+    const deadlines = yield* Deadlines
     const clock = yield* Effect.clock
-    const now = () => clock.unsafeCurrentTimeMillis()
-    const exchange = new HttpExchange(res, req.headers.origin, outbound.sendBy, now, outbound.hasBody)
+    const exchange = new HttpExchange(res, req.headers.origin, {
+      sendBy: outbound.sendBy,
+      hasBody: outbound.hasBody,
+      headersTimeoutMs: outbound.headersTimeoutMs,
+      deadlines,
+      now: () => clock.unsafeCurrentTimeMillis()
+    })
     res.on("close", exchange.onClientClose)
     upstream.dispatch(
       {
@@ -118,20 +124,12 @@ export const sendRequest = (
       },
       exchange
     )
-    yield* awaitHeaders(exchange, outbound.headersTimeoutMs, () => clientGone(req, res))
+    yield* awaitHeaders(exchange, () => clientGone(req, res))
     if (exchange.refused) return yield* new Refused()
     return exchange
   })
 
-/** Streams the rest of the response; ends it when the worker sends nothing for BODY_IDLE_MS. */
-export const relayBody = (exchange: HttpExchange): Effect.Effect<void> => {
-  if (exchange.phase === Phase.Done || exchange.failure !== undefined) return Effect.void
-  const idle: Effect.Effect<void> = Effect.clockWith((clock) => {
-    const quietMs = clock.unsafeCurrentTimeMillis() - exchange.lastActivityAt
-    if (quietMs >= BODY_IDLE_MS) return Effect.sync(() => exchange.abort(new Error("body idle")))
-    return Effect.zipRight(Effect.sleep(BODY_IDLE_MS - quietMs), idle)
-  })
-  return Effect.race(exchange.waitFor(Phase.Done), idle)
-}
+/** Streams the rest of the response (the idle limit runs on the exchange). */
+export const relayBody = (exchange: HttpExchange): Effect.Effect<void> => exchange.waitFor(Phase.Done)
 
 export type { HttpExchange }

@@ -7,6 +7,7 @@ import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
+import { Deadlines } from "./Deadlines.js"
 import { awaitHeaders, Exchange, Phase } from "./Exchange.js"
 import { isRefusal } from "./Headers.js"
 import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
@@ -45,7 +46,7 @@ class UpgradeExchange extends Exchange {
     this.statusCode = statusCode
     this.headers = headers
     this.socket = socket
-    this.advance(Phase.Headers)
+    this.headersIn()
   }
 
   onResponseStart(
@@ -56,7 +57,7 @@ class UpgradeExchange extends Exchange {
     if (statusCode < 200) return
     this.statusCode = statusCode
     this.refused = isRefusal(statusCode, headers)
-    this.advance(Phase.Headers)
+    this.headersIn()
   }
 
   onResponseData(): void {}
@@ -71,12 +72,19 @@ export const sendUpgrade = (
   req: IncomingMessage,
   client: Duplex,
   outbound: UpgradeOutbound
-): Effect.Effect<UpgradeExchange, SendError | ClientAborted, Upstream> =>
+): Effect.Effect<UpgradeExchange, SendError | ClientAborted, Upstream | Deadlines> =>
   Effect.gen(function* () {
     if (client.destroyed) return yield* new ClientAborted()
     const upstream = yield* Upstream
+    const deadlines = yield* Deadlines
     const clock = yield* Effect.clock
-    const exchange = new UpgradeExchange(outbound.sendBy, () => clock.unsafeCurrentTimeMillis(), false)
+    const exchange = new UpgradeExchange({
+      sendBy: outbound.sendBy,
+      hasBody: false,
+      headersTimeoutMs: outbound.headersTimeoutMs,
+      deadlines,
+      now: () => clock.unsafeCurrentTimeMillis()
+    })
     upstream.dispatch(
       {
         origin: outbound.origin,
@@ -89,7 +97,7 @@ export const sendUpgrade = (
       },
       exchange
     )
-    yield* awaitHeaders(exchange, outbound.headersTimeoutMs, () => client.destroyed)
+    yield* awaitHeaders(exchange, () => client.destroyed)
     if (exchange.refused) return yield* new Refused()
     return exchange
   })

@@ -9,6 +9,7 @@ import { configForTests, type PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
 import { handleInstanceRequest } from "../../src/pipeline/Pipeline.js"
 import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
+import { Deadlines } from "../../src/proxy/Deadlines.js"
 import { Upstream } from "../../src/proxy/Upstream.js"
 import * as Registry from "../../src/registry/Registry.js"
 import type { FakeUpstream } from "./FakeUpstream.js"
@@ -31,7 +32,7 @@ export interface HarnessOptions {
 /** A worker registered with its cold start behind it, the server listening. */
 export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}) => {
   const config = configForTests(options.config ?? {})
-  return Effect.gen(function* () {
+  const harness = Effect.gen(function* () {
     const registry = yield* Registry.Registry
     const registerAll = Effect.forEach(options.workers ?? ["w1"], (worker) =>
       registry.register({
@@ -55,7 +56,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
           Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
         )
     }
-    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap>().pipe(
+    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap | Deadlines>().pipe(
       Effect.provideService(Registry.Registry, stalling)
     )
     const run = Runtime.runFork(runtime)
@@ -80,13 +81,12 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     }
     const port = (server.address() as AddressInfo).port
     return { config, registry, url, port, request, nextCall: () => Effect.promise(fake.nextCall) }
-  }).pipe(
-    Effect.provide(
-      Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer).pipe(
-        Layer.provideMerge(Layer.succeed(AppConfig, config))
-      )
-    )
+  })
+  // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
+  const layers = Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer).pipe(
+    Layer.provideMerge(Layer.succeed(AppConfig, config))
   )
+  return Effect.flatMap(Layer.build(layers), (context) => Effect.provide(harness, context))
 }
 
 /** Lets real I/O (the server writing, the client reading) catch up. */

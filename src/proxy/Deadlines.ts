@@ -1,0 +1,121 @@
+// Timers for the forward's limits (seed "Limits") at the cost of a list append: the hot path
+// cannot afford a fiber race per request (`Effect.timeout` costs ~90 µs each, measured).
+// Every duration has one list, in expiry order because every timer on it runs for the same
+// time, and one fiber that sleeps on the Clock until the list's head is due. So a TestClock
+// drives these timers like any other sleep.
+import { Context, Effect, Layer, Runtime } from "effect"
+
+export interface Timer {
+  /** Starts the timer again from now (it keeps its duration and what it does). */
+  readonly restart: () => void
+  readonly cancel: () => void
+}
+
+export interface DeadlinesService {
+  /** Calls `onExpiry` once `durationMs` have passed on the Clock, unless cancelled first. */
+  readonly start: (durationMs: number, onExpiry: () => void) => Timer
+}
+
+interface Entry {
+  at: number
+  prev: Entry | undefined
+  next: Entry | undefined
+  linked: boolean
+  readonly onExpiry: () => void
+}
+
+/** One duration's timers, oldest first, and the fiber that fires them. */
+class Lane {
+  private head: Entry | undefined
+  private tail: Entry | undefined
+  private wake: (() => void) | undefined
+
+  constructor(
+    readonly durationMs: number,
+    private readonly now: () => number
+  ) {}
+
+  append(entry: Entry): void {
+    entry.at = this.now() + this.durationMs
+    entry.prev = this.tail
+    entry.next = undefined
+    entry.linked = true
+    if (this.tail === undefined) this.head = entry
+    else this.tail.next = entry
+    this.tail = entry
+    const wake = this.wake
+    this.wake = undefined
+    wake?.()
+  }
+
+  unlink(entry: Entry): void {
+    if (!entry.linked) return
+    entry.linked = false
+    if (entry.prev === undefined) this.head = entry.next
+    else entry.prev.next = entry.next
+    if (entry.next === undefined) this.tail = entry.prev
+    else entry.next.prev = entry.prev
+    entry.prev = entry.next = undefined
+  }
+
+  /** Fires what is due, then sleeps until the next head is due or a timer is added. */
+  readonly run: Effect.Effect<never> = Effect.suspend((): Effect.Effect<never> => {
+    const head = this.head
+    if (head === undefined) {
+      return Effect.zipRight(
+        Effect.async<void>((resume) => {
+          this.wake = () => resume(Effect.void)
+        }),
+        this.run
+      )
+    }
+    const left = head.at - this.now()
+    if (left > 0) return Effect.zipRight(Effect.sleep(left), this.run)
+    this.unlink(head)
+    try {
+      head.onExpiry()
+    } catch {
+      // A timer's action is the caller's; one that throws must not stop the others.
+    }
+    return this.run
+  })
+}
+
+export const makeDeadlines = Effect.gen(function* () {
+  const clock = yield* Effect.clock
+  const runtime = yield* Effect.runtime<never>()
+  const scope = yield* Effect.scope
+  const now = () => clock.unsafeCurrentTimeMillis()
+  const lanes = new Map<number, Lane>()
+  const run = Runtime.runFork(runtime)
+
+  const laneFor = (durationMs: number): Lane => {
+    let lane = lanes.get(durationMs)
+    if (lane === undefined) {
+      lane = new Lane(durationMs, now)
+      lanes.set(durationMs, lane)
+      run(Effect.forkIn(lane.run, scope))
+    }
+    return lane
+  }
+
+  const service: DeadlinesService = {
+    start: (durationMs, onExpiry) => {
+      const lane = laneFor(durationMs)
+      const entry: Entry = { at: 0, prev: undefined, next: undefined, linked: false, onExpiry }
+      lane.append(entry)
+      return {
+        restart: () => {
+          lane.unlink(entry)
+          lane.append(entry)
+        },
+        cancel: () => lane.unlink(entry)
+      }
+    }
+  }
+  return service
+})
+
+export class Deadlines extends Context.Tag("pinboard/Deadlines")<Deadlines, DeadlinesService>() {
+  static readonly layer = Layer.scoped(Deadlines, makeDeadlines)
+}
