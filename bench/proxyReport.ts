@@ -1,0 +1,119 @@
+// The report of bench/proxy.ts: one table per scenario, the ratios between targets, and the
+// verdicts against the issue's targets.
+import type { LoadResult } from "./load.js"
+import { TARGET_LABELS, TARGETS, type TargetName } from "./proxyTargets.js"
+
+export interface Scenario {
+  readonly key: string
+  readonly title: string
+  readonly kind: "http" | "ws"
+  readonly path: "small" | "large" | "ws"
+  readonly connections: number
+}
+
+export interface Cell {
+  readonly scenario: Scenario
+  readonly target: TargetName
+  readonly round: number
+  readonly result: LoadResult
+  /** Share of one core during the window, per server process (undefined: not involved). */
+  readonly cpu: { readonly proxy?: number; readonly worker: number; readonly redis?: number }
+}
+
+export const report = (cells: ReadonlyArray<Cell>, scenarios: ReadonlyArray<Scenario>, rounds: number): boolean => {
+  const of = (scenario: Scenario, target: TargetName) => cells.filter((c) => c.scenario === scenario && c.target === target)
+  /** The round with the most throughput, with its own latencies. */
+  const best = (scenario: Scenario, target: TargetName) =>
+    of(scenario, target).reduce((a, b) => (b.result.perSecond > a.result.perSecond ? b : a))
+  const worstP99 = (scenario: Scenario, target: TargetName) => Math.max(...of(scenario, target).map((c) => c.result.p99))
+
+  console.log("")
+  console.log(`Each row is the best of ${rounds} round${rounds === 1 ? "" : "s"} by rate, with that round's latencies; "rounds" lists every`)
+  console.log(`round's rate; errors (errors+timeouts/non-2xx) are summed over the rounds; bytes each = bytes received per`)
+  console.log(`response, headers included; core 1 = share of core 1 used during the window by the proxy, the worker, redis-server.`)
+  for (const scenario of scenarios) {
+    console.log("")
+    console.log(`${scenario.title} (${scenario.kind === "ws" ? "messages/s" : "requests/s"})`)
+    console.log(table(
+      ["target", scenario.kind === "ws" ? "msg/s" : "req/s", "p50 ms", "p99 ms", "errors/non-2xx", "bytes each", "rounds", "core 1: proxy", "worker", "redis"],
+      TARGETS.map((target) => {
+        const b = best(scenario, target)
+        const all = of(scenario, target)
+        const sum = all.reduce((n, c) => n + c.result.errors + c.result.timeouts, 0)
+        const bad = all.reduce((n, c) => n + c.result.non2xx, 0)
+        return [
+          TARGET_LABELS[target],
+          fmt(b.result.perSecond),
+          ms(b.result.p50),
+          ms(b.result.p99),
+          `${sum}/${bad}`,
+          fmt(b.result.bytesEach),
+          all.map((c) => fmt(c.result.perSecond)).join(" "),
+          share(b.cpu.proxy),
+          share(b.cpu.worker),
+          share(b.cpu.redis)
+        ]
+      })
+    ))
+  }
+
+  const rate = (scenario: Scenario, target: TargetName) => best(scenario, target).result.perSecond
+  const ratio = (scenario: Scenario, a: TargetName, b: TargetName) => rate(scenario, a) / rate(scenario, b)
+  console.log("")
+  console.log("Ratios of rates (best of rounds)")
+  const pairs: ReadonlyArray<[TargetName, TargetName]> = [
+    ["pinboard", "http-proxy"],
+    ["pinboard", "undici"],
+    ["pinboard", "direct"],
+    ["http-proxy", "direct"],
+    ["undici", "direct"],
+    ["http-proxy", "undici"]
+  ]
+  console.log(table(
+    ["", ...scenarios.map((s) => s.key)],
+    pairs.map(([a, b]) => [`${TARGET_LABELS[a]} / ${TARGET_LABELS[b]}`, ...scenarios.map((s) => ratio(s, a, b).toFixed(2))])
+  ))
+
+  const [small32, small128, large32, large128, ws] = scenarios as [Scenario, Scenario, Scenario, Scenario, Scenario]
+  const verdict = (ok: boolean) => (ok ? "meets" : "MISSES")
+  const atLeast = (scenario: Scenario, a: TargetName, b: TargetName, floor: number) => {
+    const r = ratio(scenario, a, b)
+    return `${scenario.key} ${r.toFixed(2)} ${verdict(r >= floor)}`
+  }
+  const p99Within = (scenario: Scenario, limitMs: number) => {
+    const p99 = worstP99(scenario, "pinboard")
+    return `${scenario.key} ${ms(p99)} ms ${verdict(p99 <= limitMs)}`
+  }
+  console.log("")
+  console.log("Targets")
+  console.log(`  Pinboard / node-http-proxy >= 1.3, 64-byte GET:  ${atLeast(small32, "pinboard", "http-proxy", 1.3)}; ${atLeast(small128, "pinboard", "http-proxy", 1.3)}`)
+  console.log(`  Pinboard / bare undici >= 0.85, 64-byte GET:     ${atLeast(small32, "pinboard", "undici", 0.85)}; ${atLeast(small128, "pinboard", "undici", 0.85)}`)
+  console.log(`  Pinboard p99, 64-byte GET (worst of rounds):     ${p99Within(small32, 10)} (<= 10); ${p99Within(small128, 30)} (<= 30)`)
+  console.log(`  Pinboard / node-http-proxy >= 1.0, 64 KiB GET:   ${atLeast(large32, "pinboard", "http-proxy", 1.0)}; ${atLeast(large128, "pinboard", "http-proxy", 1.0)}`)
+  console.log(`  WebSocket Pinboard / direct >= 0.3:              ${atLeast(ws, "pinboard", "direct", 0.3)}`)
+
+  const faulty = cells.filter((c) => c.result.errors + c.result.timeouts + c.result.non2xx > 0)
+  for (const c of faulty) {
+    console.log(
+      `BROKEN round ${c.round}, ${c.scenario.title}, ${TARGET_LABELS[c.target]}: ${c.result.errors} errors, ` +
+        `${c.result.timeouts} timeouts, ${c.result.non2xx} non-2xx ${JSON.stringify(c.result.statuses)}`
+    )
+  }
+  return faulty.length === 0
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+export const fmt = (n: number): string => Math.round(n).toLocaleString("en-US")
+export const ms = (n: number): string => n.toFixed(2)
+export const share = (n: number | undefined): string => (n === undefined ? "-" : n.toFixed(2))
+export const broken = (r: LoadResult): string => `${r.errors + r.timeouts}/${r.non2xx}`
+export const cpuText = (cpu: Cell["cpu"]): string => `proxy ${share(cpu.proxy)} worker ${share(cpu.worker)} redis ${share(cpu.redis)}`
+
+export const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
+  return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
+}

@@ -1,0 +1,168 @@
+// The targets of bench/proxy.ts: the processes behind them (each its own process on the
+// servers' core), the worker's registration with Pinboard and its heartbeats, the wait past
+// the registry's cold start, and a check that every target answers alike.
+import WebSocket from "ws"
+import { freePort, type RedisServer } from "../test/support/RedisServer.js"
+import { spawnNode, type Proc } from "./processes.js"
+
+export const LOAD_CORE = 0
+export const SERVER_CORE = 1
+const TOKEN = "bench-token"
+export const LEASE_MS = 3000
+const HEARTBEAT_MS = LEASE_MS / 6
+export const NAMESPACE = "/bench"
+export const IDS = Array.from({ length: 8 }, (_, i) => `b${i}`)
+export const script = (name: string) => new URL(`./${name}`, import.meta.url).pathname
+const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
+
+export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici"
+export const TARGET_LABELS: Record<TargetName, string> = {
+  direct: "direct to the worker",
+  pinboard: "Pinboard (Redis)",
+  "http-proxy": "node-http-proxy",
+  undici: "bare undici proxy"
+}
+export const TARGETS: ReadonlyArray<TargetName> = ["direct", "pinboard", "http-proxy", "undici"]
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export interface Servers {
+  readonly redis: RedisServer
+  readonly worker: Proc
+  readonly pinboard: Proc
+  readonly httpProxy: Proc
+  readonly undici: Proc
+  readonly origins: Record<TargetName, string>
+  readonly proxyPid: Partial<Record<TargetName, number>>
+}
+
+const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
+
+export const startServers = async (redis: RedisServer): Promise<Servers> => {
+  const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
+  const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
+  const pinboardPort = await freePort()
+  const pinboard = spawnNode("pinboard", SERVER_CORE, MAIN, [], {
+    ...process.env,
+    PINBOARD_REDIS_URL: redis.url,
+    PINBOARD_TOKEN: TOKEN,
+    PINBOARD_PORT: String(pinboardPort),
+    PINBOARD_HOST: "127.0.0.1",
+    PINBOARD_LEASE_MS: String(LEASE_MS)
+  })
+  const httpProxy = spawnNode("node-http-proxy", SERVER_CORE, script("nodeHttpProxy.js"), [workerOrigin])
+  const undici = spawnNode("undici proxy", SERVER_CORE, script("undiciProxy.js"), [workerOrigin])
+  const origins: Record<TargetName, string> = {
+    direct: workerOrigin,
+    pinboard: `http://127.0.0.1:${pinboardPort}`,
+    "http-proxy": `http://127.0.0.1:${await listeningPort(httpProxy)}`,
+    undici: `http://127.0.0.1:${await listeningPort(undici)}`
+  }
+  for (let started = performance.now(); ; await sleep(50)) {
+    if (!pinboard.alive()) throw new Error(`Pinboard exited at start; output:\n${pinboard.lines.join("\n")}`)
+    if (await fetch(`${origins.pinboard}/healthz`).then((r) => r.ok, () => false)) break
+    if (performance.now() - started > 15_000) throw new Error(`Pinboard not healthy within 15 s; output:\n${pinboard.lines.join("\n")}`)
+  }
+  return {
+    redis,
+    worker,
+    pinboard,
+    httpProxy,
+    undici,
+    origins,
+    proxyPid: { pinboard: pinboard.pid, "http-proxy": httpProxy.pid, undici: undici.pid }
+  }
+}
+
+export interface Registration {
+  readonly stats: { beats: number; failed: number; reregistered: number; slowestMs: number }
+  readonly stop: () => void
+}
+
+/** Registers the worker for NAMESPACE and heartbeats every HEARTBEAT_MS, as a worker would. */
+export const register = async (pinboard: string, workerOrigin: string): Promise<Registration> => {
+  const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }
+  const registerOnce = async (): Promise<string> => {
+    const r = await fetch(`${pinboard}/registry/workers`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ worker: "bench", advertiseUrl: workerOrigin, namespaces: [NAMESPACE], headroom: 100 })
+    })
+    const body = (await r.json()) as { incarnation?: string }
+    if (r.status !== 200 || body.incarnation === undefined) throw new Error(`register: ${r.status} ${JSON.stringify(body)}`)
+    return body.incarnation
+  }
+  let incarnation = await registerOnce()
+  const stats = { beats: 0, failed: 0, reregistered: 0, slowestMs: 0 }
+  const beat = async () => {
+    const started = performance.now()
+    const r = await fetch(`${pinboard}/registry/workers/bench/heartbeat`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ incarnation, headroom: 100 })
+    })
+    const text = await r.text()
+    stats.slowestMs = Math.max(stats.slowestMs, performance.now() - started)
+    if (r.status === 200) stats.beats++
+    else if (r.status === 410) {
+      stats.reregistered++
+      console.log(`WARNING heartbeat: 410 ${text}; registering again (placements end)`)
+      incarnation = await registerOnce()
+    } else {
+      stats.failed++
+      console.log(`WARNING heartbeat: ${r.status} ${text}`)
+    }
+  }
+  const timer = setInterval(() => void beat().catch((error: unknown) => {
+    stats.failed++
+    console.log(`WARNING heartbeat: ${String(error)}`)
+  }), HEARTBEAT_MS)
+  return { stats, stop: () => clearInterval(timer) }
+}
+
+/** Polls every id through Pinboard until it answers 200: past the cold start, placed. */
+export const waitForPlacements = async (pinboard: string): Promise<string> => {
+  const started = performance.now()
+  const seen = new Map<number, number>()
+  for (const id of IDS) {
+    for (;;) {
+      const r = await fetch(`${pinboard}${NAMESPACE}/${id}/small`)
+      await r.arrayBuffer()
+      seen.set(r.status, (seen.get(r.status) ?? 0) + 1)
+      if (r.status === 200) break
+      if (performance.now() - started > 3 * LEASE_MS + 10_000) throw new Error(`${id} not placed; statuses seen: ${[...seen]}`)
+      await sleep(100)
+    }
+  }
+  const statuses = [...seen].map(([status, n]) => `${n}x ${status}`).join(", ")
+  return `${IDS.length} ids placed after ${((performance.now() - started) / 1000).toFixed(1)} s (answers while polling: ${statuses})`
+}
+
+/** Every target answers the same bodies and echoes, before anything is measured. */
+export const checkTargets = async (origins: Record<TargetName, string>): Promise<void> => {
+  for (const target of TARGETS) {
+    for (const [path, size] of [["small", 64], ["large", 64 * 1024]] as const) {
+      const r = await fetch(`${origins[target]}${NAMESPACE}/${IDS[0]}/${path}`)
+      const body = await r.arrayBuffer()
+      if (r.status !== 200 || body.byteLength !== size) {
+        throw new Error(`${TARGET_LABELS[target]}: GET ${path} answered ${r.status} with ${body.byteLength} bytes (expected 200, ${size})`)
+      }
+    }
+    await new Promise<void>((resolve, reject) => {
+      const client = new WebSocket(`${origins[target].replace(/^http/, "ws")}${NAMESPACE}/${IDS[0]}/ws`)
+      const timer = setTimeout(() => reject(new Error(`${TARGET_LABELS[target]}: no WebSocket echo within 5 s`)), 5000)
+      client.once("open", () => client.send("ping"))
+      client.once("message", (data: Buffer) => {
+        clearTimeout(timer)
+        client.terminate()
+        if (data.toString() === "ping") resolve()
+        else reject(new Error(`${TARGET_LABELS[target]}: WebSocket echoed ${JSON.stringify(data.toString())}`))
+      })
+      client.once("error", (error) => {
+        clearTimeout(timer)
+        reject(new Error(`${TARGET_LABELS[target]}: WebSocket: ${error.message}`))
+      })
+    })
+  }
+}
+
