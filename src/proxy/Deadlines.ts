@@ -5,22 +5,24 @@
 // drives these timers like any other sleep.
 import { Context, Effect, Layer, Runtime } from "effect"
 
+/** One timer, reused: at most one countdown at a time. */
 export interface Timer {
-  /** Starts the timer again from now (it keeps its duration and what it does). */
+  /** Calls the timer's action once `durationMs` have passed on the Clock, unless cancelled or started again first. */
+  readonly start: (durationMs: number) => void
+  /** Starts the current countdown again from now, with the same duration. */
   readonly restart: () => void
   readonly cancel: () => void
 }
 
 export interface DeadlinesService {
-  /** Calls `onExpiry` once `durationMs` have passed on the Clock, unless cancelled first. */
-  readonly start: (durationMs: number, onExpiry: () => void) => Timer
+  readonly timer: (onExpiry: () => void) => Timer
 }
 
 interface Entry {
   at: number
   prev: Entry | undefined
   next: Entry | undefined
-  linked: boolean
+  lane: Lane | undefined
   readonly onExpiry: () => void
 }
 
@@ -39,7 +41,7 @@ class Lane {
     entry.at = this.now() + this.durationMs
     entry.prev = this.tail
     entry.next = undefined
-    entry.linked = true
+    entry.lane = this
     if (this.tail === undefined) this.head = entry
     else this.tail.next = entry
     this.tail = entry
@@ -49,8 +51,8 @@ class Lane {
   }
 
   unlink(entry: Entry): void {
-    if (!entry.linked) return
-    entry.linked = false
+    if (entry.lane !== this) return
+    entry.lane = undefined
     if (entry.prev === undefined) this.head = entry.next
     else entry.prev.next = entry.next
     if (entry.next === undefined) this.tail = entry.prev
@@ -100,16 +102,20 @@ export const makeDeadlines = Effect.gen(function* () {
   }
 
   const service: DeadlinesService = {
-    start: (durationMs, onExpiry) => {
-      const lane = laneFor(durationMs)
-      const entry: Entry = { at: 0, prev: undefined, next: undefined, linked: false, onExpiry }
-      lane.append(entry)
+    timer: (onExpiry) => {
+      const entry: Entry = { at: 0, prev: undefined, next: undefined, lane: undefined, onExpiry }
       return {
+        start: (durationMs) => {
+          entry.lane?.unlink(entry)
+          laneFor(durationMs).append(entry)
+        },
         restart: () => {
+          const lane = entry.lane
+          if (lane === undefined) return
           lane.unlink(entry)
           lane.append(entry)
         },
-        cancel: () => lane.unlink(entry)
+        cancel: () => entry.lane?.unlink(entry)
       }
     }
   }

@@ -37,11 +37,14 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   /** The limit that ended the exchange, if one did. */
   expired: Limit | undefined = undefined
   protected controller: Dispatcher.DispatchController | undefined
-  protected timer: Timer | undefined
+  /** One timer for the limit that currently applies. */
+  protected readonly timer: Timer
+  private limit: Limit = "connect"
   private wake: (() => void) | undefined
 
   constructor(protected readonly options: ExchangeOptions) {
-    this.timer = options.deadlines.start(CONNECT_TIMEOUT_MS, () => this.expire("connect"))
+    this.timer = options.deadlines.timer(() => this.expire())
+    this.timer.start(CONNECT_TIMEOUT_MS)
   }
 
   protected advance(phase: Phase): void {
@@ -50,13 +53,13 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   }
 
   protected startLimit(limit: Limit, durationMs: number): void {
-    this.timer?.cancel()
-    this.timer = this.options.deadlines.start(durationMs, () => this.expire(limit))
+    this.limit = limit
+    this.timer.start(durationMs)
   }
 
-  private expire(limit: Limit): void {
-    this.expired = limit
-    this.abort(new Error(`${limit} timeout`))
+  private expire(): void {
+    this.expired = this.limit
+    this.abort(new Error(`${this.limit} timeout`))
   }
 
   abort(reason: Error): void {
@@ -67,7 +70,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   protected fail(error: unknown): void {
     if (this.failure !== undefined) return
     this.failure = error
-    this.timer?.cancel()
+    this.timer.cancel()
     this.onFailure()
     this.wake?.()
   }
@@ -106,14 +109,14 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
       controller.abort(new Error("stale resolve"))
       return
     }
-    this.timer?.cancel()
+    this.timer.cancel()
     if (this.options.hasBody) this.advance(Phase.Sending)
     else this.bodySent()
   }
 
   /** The worker's headers are in: the header limit is met. */
   protected headersIn(): void {
-    this.timer?.cancel()
+    this.timer.cancel()
     this.advance(Phase.Headers)
   }
 

@@ -56,19 +56,19 @@ class HttpExchange extends Exchange {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.timer?.restart()
+    this.timer.restart()
     if (this.refused) return
     if (!this.res.write(chunk)) {
       controller.pause()
       this.res.once("drain", () => {
-        this.timer?.restart()
+        this.timer.restart()
         controller.resume()
       })
     }
   }
 
   onResponseEnd(): void {
-    this.timer?.cancel()
+    this.timer.cancel()
     if (!this.refused) this.res.end()
     this.advance(Phase.Done)
   }
