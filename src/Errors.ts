@@ -78,7 +78,6 @@ export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>
   }
 }
 
-
 // --- Hostname-aware mode (routing.md "Hostname-aware mode", DESIGN 8) ---
 
 export class MissingHost extends Schema.TaggedError<MissingHost>()("MissingHost", {}) {

@@ -11,9 +11,11 @@ import { AppConfig } from "../AppConfig.js"
 import { relayBody, sendRequest } from "../proxy/Forward.js"
 import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
 import { targetOf } from "../proxy/Target.js"
+import type { Outbound } from "../proxy/Exchange.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
+import type { Placement } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
-import { deliver } from "./Deliver.js"
+import { deliver, type Transport } from "./Deliver.js"
 import { readCaller, type Caller } from "./steps/Attestation.js"
 import { checkCallerScope } from "./steps/CallerScope.js"
 import { admitByRule, type Principal } from "./steps/DataPlaneRule.js"
@@ -54,40 +56,36 @@ const resolveRequestOf = (admitted: Admitted, affinity: string) => ({
 const hasBody = (headers: IncomingHttpHeaders): boolean =>
   headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
 
-export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse) =>
+/** Admits the request, then delivers it over the transport made for it. */
+const route = <Sent>(req: IncomingMessage, transportFor: (outboundOf: OutboundOf) => Transport<Sent>) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const admitted = yield* admit(req.url ?? "/", req.headers)
     const peer = peerAddress(req.socket.remoteAddress)
-    const withBody = hasBody(req.headers)
-    yield* deliver(resolveRequestOf(admitted, affinityOf(req, config.affinity.key)), {
-      canRePlace: !withBody,
-      send: (placement, sendBy) =>
-        sendRequest(req, res, {
-          ...targetOf(placement.advertiseUrl, admitted.address),
-          headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer }),
-          hasBody: withBody,
-          sendBy,
-          headersTimeoutMs: config.forwards.timeoutMs
-        }),
-      finish: relayBody
+    const outboundOf: OutboundOf = (placement, sendBy) => ({
+      ...targetOf(placement.advertiseUrl, admitted.address),
+      headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer }),
+      sendBy,
+      headersTimeoutMs: config.forwards.timeoutMs
     })
+    yield* deliver(resolveRequestOf(admitted, affinityOf(req, config.affinity.key)), transportFor(outboundOf))
   })
 
+/** Where and what to send for a placement: the worker's target, the forwarded headers, the limits. */
+type OutboundOf = (placement: Placement, sendBy: number) => Outbound
+
+export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse) => {
+  const withBody = hasBody(req.headers)
+  return route(req, (outboundOf) => ({
+    canRePlace: !withBody,
+    send: (placement, sendBy) => sendRequest(req, res, { ...outboundOf(placement, sendBy), hasBody: withBody }),
+    finish: relayBody
+  }))
+}
+
 export const handleUpgrade = (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet) =>
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const admitted = yield* admit(req.url ?? "/", req.headers)
-    const peer = peerAddress(req.socket.remoteAddress)
-    yield* deliver(resolveRequestOf(admitted, affinityOf(req, config.affinity.key)), {
-      canRePlace: true,
-      send: (placement, sendBy) =>
-        sendUpgrade(req, client, {
-          ...targetOf(placement.advertiseUrl, admitted.address),
-          headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer }),
-          sendBy,
-          headersTimeoutMs: config.forwards.timeoutMs
-        }),
-      finish: (exchange) => openTunnel(exchange, client, head, tunnels)
-    })
-  })
+  route(req, (outboundOf) => ({
+    canRePlace: true,
+    send: (placement, sendBy) => sendUpgrade(req, client, outboundOf(placement, sendBy)),
+    finish: (exchange) => openTunnel(exchange, client, head, tunnels)
+  }))

@@ -1,6 +1,7 @@
 // What Forward.ts and Tunnel.ts share: one exchange with a worker as an undici handler that
 // moves through phases under the seed's limits, and an Effect that waits for a phase (or
 // the exchange's end). The limits run on Deadlines, so a TestClock drives them.
+import type { OutgoingHttpHeaders } from "node:http"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { BadGateway, ClientAborted, UpstreamTimeout } from "../Errors.js"
@@ -16,6 +17,17 @@ export const enum Phase {
   /** The worker's status and headers are in (or the upgrade). */
   Headers,
   Done
+}
+
+/** What to send to a worker, and under which limits. */
+export interface Outbound {
+  readonly origin: string
+  /** The worker's path prefix plus the raw path and query. */
+  readonly path: string
+  readonly headers: OutgoingHttpHeaders
+  /** Clock time after which the request is reported stale instead of sent; Infinity: never. */
+  readonly sendBy: number
+  readonly headersTimeoutMs: number
 }
 
 export interface ExchangeOptions {

@@ -2,27 +2,20 @@
 // "Limits"). Two halves, so the inflight cap covers only the wait for headers:
 // `sendRequest` dispatches and waits for the worker's headers, which it relays;
 // `relayBody` streams the body to the client under the body-idle limit.
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
 import { Deadlines } from "./Deadlines.js"
-import { awaitHeaders, Exchange, Phase, type AwaitHeadersError, type ExchangeOptions } from "./Exchange.js"
+import { awaitHeaders, Exchange, Phase, type AwaitHeadersError, type ExchangeOptions, type Outbound } from "./Exchange.js"
 import { isRefusal, relayResponseHeaders } from "./Headers.js"
 import { BODY_IDLE_MS } from "./Limits.js"
 import { Refused } from "./Signals.js"
 import { Upstream } from "./Upstream.js"
 
-export interface Outbound {
-  readonly origin: string
-  /** The worker's path prefix plus the raw path and query. */
-  readonly path: string
-  readonly headers: OutgoingHttpHeaders
+export interface HttpOutbound extends Outbound {
   readonly hasBody: boolean
-  /** Clock time after which the request is reported stale instead of sent; Infinity: never. */
-  readonly sendBy: number
-  readonly headersTimeoutMs: number
 }
 
 export type SendError = AwaitHeadersError | Refused
@@ -97,7 +90,7 @@ const clientGone = (req: IncomingMessage, res: ServerResponse): boolean => req.s
 export const sendRequest = (
   req: IncomingMessage,
   res: ServerResponse,
-  outbound: Outbound
+  outbound: HttpOutbound
 ): Effect.Effect<HttpExchange, SendError | ClientAborted, Upstream | Deadlines> =>
   Effect.gen(function* () {
     if (clientGone(req, res)) return yield* new ClientAborted()

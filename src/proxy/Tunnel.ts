@@ -2,27 +2,19 @@
 // without `Pinboard-*` and `Pinned-Refusal`, then the two sockets piped, with TCP
 // keepalive as the tunnel's dead-peer detection. A non-101 answer has its status line
 // relayed, bare.
-import type { IncomingMessage, OutgoingHttpHeaders } from "node:http"
+import type { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
 import { Deadlines } from "./Deadlines.js"
-import { awaitHeaders, Exchange, Phase } from "./Exchange.js"
+import { awaitHeaders, Exchange, Phase, type Outbound } from "./Exchange.js"
 import { isRefusal } from "./Headers.js"
 import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
 import { Refused } from "./Signals.js"
 import type { SendError } from "./Forward.js"
 import { Upstream } from "./Upstream.js"
 import { statusLine } from "../http/BareStatus.js"
-
-export interface UpgradeOutbound {
-  readonly origin: string
-  readonly path: string
-  readonly headers: OutgoingHttpHeaders
-  readonly sendBy: number
-  readonly headersTimeoutMs: number
-}
 
 /** Open tunnels, for graceful shutdown to close once in-flight forwards are done. */
 export type TunnelSet = Set<Duplex>
@@ -71,7 +63,7 @@ class UpgradeExchange extends Exchange {
 export const sendUpgrade = (
   req: IncomingMessage,
   client: Duplex,
-  outbound: UpgradeOutbound
+  outbound: Outbound
 ): Effect.Effect<UpgradeExchange, SendError | ClientAborted, Upstream | Deadlines> =>
   Effect.gen(function* () {
     if (client.destroyed) return yield* new ClientAborted()
