@@ -3,6 +3,8 @@
 //
 //   npm run bench                              2 rounds, 5 s windows after a 1 s warm-up
 //   npm run bench -- --rounds=1 --seconds=8    other rounds or windows
+//   npm run bench -- --floors                  two more targets: bench/undiciProxy.ts with one
+//                                              EVALSHA per request, and with one Effect fiber too
 //
 // Scenarios: a 64-byte and a 64 KiB GET at 32 and 128 connections (autocannon; wrk is not
 // used), and WebSocket echo at 16 connections with one message in flight each. For each
@@ -28,12 +30,13 @@ import {
   LEASE_MS,
   LOAD_CORE,
   NAMESPACE,
+  originOf,
   register,
   script,
   SERVER_CORE,
   startServers,
   TARGET_LABELS,
-  TARGETS,
+  usesRedis,
   waitForPlacements,
   type Registration,
   type Servers,
@@ -50,6 +53,7 @@ const numberArg = (name: string, fallback: number): number => {
 const ROUNDS = Math.round(numberArg("rounds", 2))
 const WINDOW_S = numberArg("seconds", 5)
 const WARMUP_S = numberArg("warmup", 1)
+const FLOORS = argv.includes("--floors")
 /** Whatever happens, the run ends (and every process it started with it) after this. */
 const HARD_LIMIT_MS = 420_000
 
@@ -67,14 +71,14 @@ const SCENARIOS: ReadonlyArray<Scenario> = [
 const measure = async (servers: Servers, scenario: Scenario, target: TargetName, warmupS: number, seconds: number) => {
   const spec: LoadSpec = {
     kind: scenario.kind,
-    origin: servers.origins[target],
+    origin: originOf(servers.origins, target),
     paths: IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`),
     connections: scenario.connections,
     warmupS,
     seconds
   }
   const proxyPid = servers.proxyPid[target]
-  const pids = { proxy: proxyPid, worker: servers.worker.pid, redis: target === "pinboard" ? servers.redis.pid : undefined }
+  const pids = { proxy: proxyPid, worker: servers.worker.pid, redis: usesRedis(target) ? servers.redis.pid : undefined }
   const read = () => ({
     proxy: pids.proxy === undefined ? undefined : cpuSeconds(pids.proxy),
     worker: cpuSeconds(pids.worker),
@@ -94,7 +98,7 @@ const measure = async (servers: Servers, scenario: Scenario, target: TargetName,
   if (code !== 0 || json === undefined) {
     throw new Error(`load generator for ${TARGET_LABELS[target]}, ${scenario.title}: exit ${code}; output:\n${load.lines.join("\n")}`)
   }
-  for (const proc of [servers.worker, servers.pinboard, servers.httpProxy, servers.undici]) {
+  for (const proc of [servers.worker, servers.pinboard, servers.httpProxy, servers.undici, ...servers.floors]) {
     if (!proc.alive()) throw new Error(`${proc.name} exited; output:\n${proc.lines.join("\n")}`)
   }
   const result = JSON.parse(json) as LoadResult
@@ -112,25 +116,26 @@ const measure = async (servers: Servers, scenario: Scenario, target: TargetName,
 
 const run = async (servers: Servers): Promise<boolean> => {
   // Untimed first pass over every target, so every process has its code warm.
-  for (const target of TARGETS) {
+  for (const target of servers.targets) {
     await measure(servers, SCENARIOS[1]!, target, 1, 1)
     await measure(servers, SCENARIOS[4]!, target, 0.5, 0.5)
   }
   const cells: Array<Cell> = []
+  const nameWidth = Math.max(...servers.targets.map((target) => target.length))
   for (let round = 1; round <= ROUNDS; round++) {
     for (const scenario of SCENARIOS) {
-      const order = round % 2 === 1 ? TARGETS : [...TARGETS].reverse()
+      const order = round % 2 === 1 ? servers.targets : [...servers.targets].reverse()
       for (const target of order) {
         const { result, cpu } = await measure(servers, scenario, target, WARMUP_S, WINDOW_S)
         cells.push({ scenario, target, round, result, cpu })
         console.log(
-          `round ${round}  ${scenario.key.padEnd(10)}  ${target.padEnd(10)}  ${fmt(result.perSecond).padStart(7)}/s` +
+          `round ${round}  ${scenario.key.padEnd(10)}  ${target.padEnd(nameWidth)}  ${fmt(result.perSecond).padStart(7)}/s` +
             `  p50 ${ms(result.p50)}  p99 ${ms(result.p99)} ms  errors ${broken(result)}  core 1: ${cpuText(cpu)}`
         )
       }
     }
   }
-  return report(cells, SCENARIOS, ROUNDS)
+  return report(cells, SCENARIOS, servers.targets, ROUNDS)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -166,17 +171,19 @@ try {
   pinPid(process.pid, LOAD_CORE)
   redis = await startRedisServer()
   pinPid(redis.pid, SERVER_CORE)
-  servers = await startServers(redis)
+  servers = await startServers(redis, FLOORS)
+  const floorNames = servers.floors.map((floor) => `, ${floor.name}`).join("")
+  const floorPids = servers.floors.map((floor) => `; ${floor.name} pid ${floor.pid}`).join("")
   console.log(
-    `${cpus} CPUs; ${hasTaskset ? `load generator (autocannon, ws) on core ${LOAD_CORE}; redis-server, worker, Pinboard, node-http-proxy, undici proxy on core ${SERVER_CORE}` : "taskset not found: nothing pinned, the ratios are not comparable"}`
+    `${cpus} CPUs; ${hasTaskset ? `load generator (autocannon, ws) on core ${LOAD_CORE}; redis-server, worker, Pinboard, node-http-proxy, undici proxy${floorNames} on core ${SERVER_CORE}` : "taskset not found: nothing pinned, the ratios are not comparable"}`
   )
   console.log(
     `redis-server pid ${redis.pid} :${redis.port}; worker pid ${servers.worker.pid}; Pinboard pid ${servers.pinboard.pid} (lease ${LEASE_MS} ms);` +
-      ` node-http-proxy pid ${servers.httpProxy.pid}; undici proxy pid ${servers.undici.pid}`
+      ` node-http-proxy pid ${servers.httpProxy.pid}; undici proxy pid ${servers.undici.pid}${floorPids}`
   )
   registration = await register(servers.origins.pinboard, servers.origins.direct)
   console.log(await waitForPlacements(servers.origins.pinboard))
-  await checkTargets(servers.origins)
+  await checkTargets(servers)
   console.log(`every target answers 64 B, 64 KiB and echoes; ${ROUNDS} rounds, windows of ${WINDOW_S} s after ${WARMUP_S} s of warm-up`)
   console.log("")
   const healthy = await run(servers)

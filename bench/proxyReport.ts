@@ -1,7 +1,7 @@
 // The report of bench/proxy.ts: one table per scenario, the ratios between targets, and the
 // verdicts against the issue's targets.
 import type { LoadResult } from "./load.js"
-import { TARGET_LABELS, TARGETS, type TargetName } from "./proxyTargets.js"
+import { TARGET_LABELS, type TargetName } from "./proxyTargets.js"
 
 export interface Scenario {
   readonly key: string
@@ -20,7 +20,12 @@ export interface Cell {
   readonly cpu: { readonly proxy?: number; readonly worker: number; readonly redis?: number }
 }
 
-export const report = (cells: ReadonlyArray<Cell>, scenarios: ReadonlyArray<Scenario>, rounds: number): boolean => {
+export const report = (
+  cells: ReadonlyArray<Cell>,
+  scenarios: ReadonlyArray<Scenario>,
+  targets: ReadonlyArray<TargetName>,
+  rounds: number
+): boolean => {
   const of = (scenario: Scenario, target: TargetName) => cells.filter((c) => c.scenario === scenario && c.target === target)
   /** The round with the most throughput, with its own latencies. */
   const best = (scenario: Scenario, target: TargetName) =>
@@ -36,7 +41,7 @@ export const report = (cells: ReadonlyArray<Cell>, scenarios: ReadonlyArray<Scen
     console.log(`${scenario.title} (${scenario.kind === "ws" ? "messages/s" : "requests/s"})`)
     console.log(table(
       ["target", scenario.kind === "ws" ? "msg/s" : "req/s", "p50 ms", "p99 ms", "errors/non-2xx", "bytes each", "rounds", "core 1: proxy", "worker", "redis"],
-      TARGETS.map((target) => {
+      targets.map((target) => {
         const b = best(scenario, target)
         const all = of(scenario, target)
         const sum = all.reduce((n, c) => n + c.result.errors + c.result.timeouts, 0)
@@ -67,7 +72,10 @@ export const report = (cells: ReadonlyArray<Cell>, scenarios: ReadonlyArray<Scen
     ["pinboard", "direct"],
     ["http-proxy", "direct"],
     ["undici", "direct"],
-    ["http-proxy", "undici"]
+    ["http-proxy", "undici"],
+    ...(targets.includes("undici-effect")
+      ? ([["pinboard", "undici-effect"], ["undici-effect", "undici"]] satisfies Array<[TargetName, TargetName]>)
+      : [])
   ]
   console.log(table(
     ["", ...scenarios.map((s) => s.key)],

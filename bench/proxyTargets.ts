@@ -1,6 +1,7 @@
 // The targets of bench/proxy.ts: the processes behind them (each its own process on the
 // servers' core), the worker's registration with Pinboard and its heartbeats, the wait past
-// the registry's cold start, and a check that every target answers alike.
+// the registry's cold start, and a check that every target answers alike. With `--floors`,
+// two more: the undici proxy with one EVALSHA per request, and with one Effect fiber as well.
 import WebSocket from "ws"
 import { freePort, type RedisServer } from "../test/support/RedisServer.js"
 import { spawnNode, type Proc } from "./processes.js"
@@ -15,14 +16,25 @@ export const IDS = Array.from({ length: 8 }, (_, i) => `b${i}`)
 export const script = (name: string) => new URL(`./${name}`, import.meta.url).pathname
 const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
 
-export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici"
+/** The floors: what any design that runs one Redis script and one Effect fiber per request can reach. */
+export type FloorName = "undici-evalsha" | "undici-effect"
+export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici" | FloorName
+type AlwaysStarted = Exclude<TargetName, FloorName>
 export const TARGET_LABELS: Record<TargetName, string> = {
   direct: "direct to the worker",
   pinboard: "Pinboard (Redis)",
   "http-proxy": "node-http-proxy",
-  undici: "bare undici proxy"
+  undici: "bare undici proxy",
+  "undici-evalsha": "undici + EVALSHA",
+  "undici-effect": "undici + EVALSHA + Effect"
 }
-export const TARGETS: ReadonlyArray<TargetName> = ["direct", "pinboard", "http-proxy", "undici"]
+export const TARGETS: ReadonlyArray<AlwaysStarted> = ["direct", "pinboard", "http-proxy", "undici"]
+export const FLOORS: ReadonlyArray<FloorName> = ["undici-evalsha", "undici-effect"]
+/** The mode argument of bench/undiciProxy.ts for each floor. */
+const FLOOR_MODES: Record<FloorName, string> = { "undici-evalsha": "evalsha", "undici-effect": "evalsha-effect" }
+/** Targets whose requests reach redis-server: its CPU share is read around their windows. */
+const REDIS_TARGETS: ReadonlySet<TargetName> = new Set<TargetName>(["pinboard", ...FLOORS])
+export const usesRedis = (target: TargetName): boolean => REDIS_TARGETS.has(target)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -32,13 +44,24 @@ export interface Servers {
   readonly pinboard: Proc
   readonly httpProxy: Proc
   readonly undici: Proc
-  readonly origins: Record<TargetName, string>
+  readonly floors: ReadonlyArray<Proc>
+  /** Every target started, in the order they are measured: TARGETS, then FLOORS with `--floors`. */
+  readonly targets: ReadonlyArray<TargetName>
+  readonly origins: Origins
   readonly proxyPid: Partial<Record<TargetName, number>>
+}
+
+export type Origins = Record<AlwaysStarted, string> & Partial<Record<FloorName, string>>
+
+export const originOf = (origins: Origins, target: TargetName): string => {
+  const origin = origins[target]
+  if (origin === undefined) throw new Error(`${TARGET_LABELS[target]} was not started`)
+  return origin
 }
 
 const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
 
-export const startServers = async (redis: RedisServer): Promise<Servers> => {
+export const startServers = async (redis: RedisServer, withFloors: boolean): Promise<Servers> => {
   const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
   const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
   const pinboardPort = await freePort()
@@ -52,11 +75,20 @@ export const startServers = async (redis: RedisServer): Promise<Servers> => {
   })
   const httpProxy = spawnNode("node-http-proxy", SERVER_CORE, script("nodeHttpProxy.js"), [workerOrigin])
   const undici = spawnNode("undici proxy", SERVER_CORE, script("undiciProxy.js"), [workerOrigin])
-  const origins: Record<TargetName, string> = {
+  const floorNames = withFloors ? FLOORS : []
+  const floors = floorNames.map((floor) =>
+    spawnNode(TARGET_LABELS[floor], SERVER_CORE, script("undiciProxy.js"), [workerOrigin, FLOOR_MODES[floor], String(redis.port)])
+  )
+  const origins: Origins = {
     direct: workerOrigin,
     pinboard: `http://127.0.0.1:${pinboardPort}`,
     "http-proxy": `http://127.0.0.1:${await listeningPort(httpProxy)}`,
     undici: `http://127.0.0.1:${await listeningPort(undici)}`
+  }
+  const proxyPid: Partial<Record<TargetName, number>> = { pinboard: pinboard.pid, "http-proxy": httpProxy.pid, undici: undici.pid }
+  for (const [i, floor] of floorNames.entries()) {
+    origins[floor] = `http://127.0.0.1:${await listeningPort(floors[i]!)}`
+    proxyPid[floor] = floors[i]!.pid
   }
   for (let started = performance.now(); ; await sleep(50)) {
     if (!pinboard.alive()) throw new Error(`Pinboard exited at start; output:\n${pinboard.lines.join("\n")}`)
@@ -69,8 +101,10 @@ export const startServers = async (redis: RedisServer): Promise<Servers> => {
     pinboard,
     httpProxy,
     undici,
+    floors,
+    targets: [...TARGETS, ...floorNames],
     origins,
-    proxyPid: { pinboard: pinboard.pid, "http-proxy": httpProxy.pid, undici: undici.pid }
+    proxyPid
   }
 }
 
@@ -139,17 +173,18 @@ export const waitForPlacements = async (pinboard: string): Promise<string> => {
 }
 
 /** Every target answers the same bodies and echoes, before anything is measured. */
-export const checkTargets = async (origins: Record<TargetName, string>): Promise<void> => {
-  for (const target of TARGETS) {
+export const checkTargets = async (servers: Servers): Promise<void> => {
+  for (const target of servers.targets) {
+    const origin = originOf(servers.origins, target)
     for (const [path, size] of [["small", 64], ["large", 64 * 1024]] as const) {
-      const r = await fetch(`${origins[target]}${NAMESPACE}/${IDS[0]}/${path}`)
+      const r = await fetch(`${origin}${NAMESPACE}/${IDS[0]}/${path}`)
       const body = await r.arrayBuffer()
       if (r.status !== 200 || body.byteLength !== size) {
         throw new Error(`${TARGET_LABELS[target]}: GET ${path} answered ${r.status} with ${body.byteLength} bytes (expected 200, ${size})`)
       }
     }
     await new Promise<void>((resolve, reject) => {
-      const client = new WebSocket(`${origins[target].replace(/^http/, "ws")}${NAMESPACE}/${IDS[0]}/ws`)
+      const client = new WebSocket(`${origin.replace(/^http/, "ws")}${NAMESPACE}/${IDS[0]}/ws`)
       const timer = setTimeout(() => reject(new Error(`${TARGET_LABELS[target]}: no WebSocket echo within 5 s`)), 5000)
       client.once("open", () => client.send("ping"))
       client.once("message", (data: Buffer) => {

@@ -3,14 +3,25 @@
 // no checks. WebSocket upgrades go through `pool.upgrade` and are then piped as raw bytes.
 // Prints `listening <port>`.
 //
-//   node dist-bench/bench/undiciProxy.js http://127.0.0.1:<worker port>
-import http, { type IncomingHttpHeaders } from "node:http"
+// With a mode and the bench's redis-server port it is one of the floors of `--floors`: what
+// any design that runs one Redis script and one Effect fiber per request can reach.
+//   evalsha         one EVALSHA of `return 1` (ioredis, auto-pipelined) before each forward
+//   evalsha-effect  the same inside one Effect fiber per request: the EVALSHA through
+//                   `Effect.tryPromise`, the forward in `Effect.async` until the response ends
+// Upgrades take the bare path in every mode.
+//
+//   node dist-bench/bench/undiciProxy.js http://127.0.0.1:<worker port> [evalsha|evalsha-effect <redis port>]
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
+import { Effect, Runtime } from "effect"
+import { Redis } from "ioredis"
 import { Pool } from "undici"
 
-const target = process.argv[2]
-if (target === undefined) throw new Error("usage: undiciProxy.js <target url>")
+const [target, mode = "bare", redisPort] = process.argv.slice(2)
+if (target === undefined || !["bare", "evalsha", "evalsha-effect"].includes(mode) || (mode !== "bare" && redisPort === undefined)) {
+  throw new Error("usage: undiciProxy.js <target url> [evalsha|evalsha-effect <redis port>]")
+}
 
 const pool = new Pool(target, { pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 })
 
@@ -25,7 +36,13 @@ const endToEnd = (headers: IncomingHttpHeaders): Record<string, string | Array<s
   return kept
 }
 
-const server = http.createServer((req, res) => {
+const badGateway = (res: ServerResponse): void => {
+  if (res.headersSent) res.destroy()
+  else res.writeHead(502, { "content-length": "0" }).end()
+}
+
+/** Forwards one request; `ended` runs once the response has been written out, or has failed. */
+const forward = (req: IncomingMessage, res: ServerResponse, ended: () => void): void => {
   const hasBody = req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined
   pool.stream(
     { path: req.url ?? "/", method: req.method as "GET", headers: endToEnd(req.headers), body: hasBody ? req : null },
@@ -34,12 +51,45 @@ const server = http.createServer((req, res) => {
       return res
     },
     (error) => {
-      if (error === null) return
-      if (res.headersSent) res.destroy()
-      else res.writeHead(502, { "content-length": "0" }).end()
+      if (error !== null) badGateway(res)
+      ended()
     }
   )
-})
+}
+
+const nothing = (): void => {}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void
+
+/** The floors' Redis call: one EVALSHA of a script registered once (ioredis falls back to EVAL on NOSCRIPT). */
+const floorScript = async (port: number): Promise<() => Promise<unknown>> => {
+  const redis = new Redis({ host: "127.0.0.1", port, enableAutoPipelining: true }) as Redis & {
+    floor: (key: string) => Promise<unknown>
+  }
+  redis.defineCommand("floor", { numberOfKeys: 1, lua: "return 1" })
+  const call = () => redis.floor("bench:floor")
+  // Loads the script before the first request, and fails the start when Redis does not answer.
+  await call()
+  return call
+}
+
+const handlerFor = async (): Promise<Handler> => {
+  if (mode === "bare") return (req, res) => forward(req, res, nothing)
+  const floor = await floorScript(Number(redisPort))
+  if (mode === "evalsha") {
+    return (req, res) => void floor().then(() => forward(req, res, nothing), () => badGateway(res))
+  }
+  const runFork = Runtime.runFork(Runtime.defaultRuntime)
+  return (req, res) =>
+    void runFork(
+      Effect.tryPromise(floor).pipe(
+        Effect.zipRight(Effect.async<void>((resume) => forward(req, res, () => resume(Effect.void)))),
+        Effect.catchAll(() => Effect.sync(() => badGateway(res)))
+      )
+    )
+}
+
+const server = http.createServer(await handlerFor())
 
 server.on("upgrade", (req, socket: Duplex, head: Buffer) => {
   socket.on("error", () => socket.destroy())
