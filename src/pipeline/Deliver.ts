@@ -2,20 +2,27 @@
 // and the seed's "In-band refusal". The same for HTTP and WebSocket upgrades: each brings
 // a Transport that sends to a placement and, once the worker's headers are in, finishes.
 import { Data, Effect } from "effect"
-import { BadGateway, WorkerRefusedActivation, type ClientAborted, type UpstreamTimeout, type WorkerAtCapacity } from "../Errors.js"
+import { BadGateway, WorkerAtCapacity, WorkerRefusedActivation, type ClientAborted, type UpstreamTimeout } from "../Errors.js"
 import type { SendError } from "../proxy/Forward.js"
 import { MAX_RE_RESOLVES, RE_RESOLVE_AFTER_MS } from "../proxy/Limits.js"
 import type { Deadlines } from "../proxy/Deadlines.js"
 import type { Upstream } from "../proxy/Upstream.js"
-import { Registry, type Placement, type ResolveRequest } from "../registry/Registry.js"
-import { InflightCap } from "./steps/InflightCap.js"
+import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
+import { InflightCap, type InflightCapService } from "./steps/InflightCap.js"
 import { resolvePlacement, type ResolveError } from "./steps/Resolve.js"
 
 export interface Transport<Sent> {
   /** Requests without a body and upgrades may be re-placed after a refusal: nothing is replayed. */
   readonly canRePlace: boolean
-  /** Sends to the placement unless the clock is past `sendBy`; succeeds once the worker's headers are in. */
-  readonly send: (placement: Placement, sendBy: number) => Effect.Effect<Sent, SendError | ClientAborted, Upstream | Deadlines>
+  /**
+   * Sends to the placement unless the clock is past `sendBy`; succeeds once the worker's
+   * headers are in. Calls `settled` once when they are, or when the send has ended without them.
+   */
+  readonly send: (
+    placement: Placement,
+    sendBy: number,
+    settled: () => void
+  ) => Effect.Effect<Sent, SendError | ClientAborted, Upstream | Deadlines>
   readonly finish: (sent: Sent) => Effect.Effect<void>
 }
 
@@ -30,47 +37,50 @@ export const deliver = <Sent>(
   request: ResolveRequest,
   transport: Transport<Sent>
 ): Effect.Effect<void, DeliverError, Requirements> =>
-  Effect.gen(function* () {
-    const registry = yield* Registry
-    const cap = yield* InflightCap
-    const key = { env: request.env, namespace: request.namespace, id: request.id }
-    const release = (placement: Placement) => Effect.ignore(registry.release(key, placement.epoch))
+  Effect.flatMap(Registry, (registry) => Effect.flatMap(InflightCap, (cap) => deliverWith(registry, cap, request, transport)))
 
-    // One resolve and send. A send that would leave more than RE_RESOLVE_AFTER_MS after its
-    // resolve resolves again instead, at most MAX_RE_RESOLVES times; then it is sent as is.
-    const attempt = (excluded: ReadonlyArray<string>, reResolvesLeft: number): Effect.Effect<Sent, DeliverError | RefusedBy, Requirements> =>
-      Effect.flatMap(resolvePlacement({ ...request, excluded }), ({ placement, resolvedAt }) => {
-        const sendBy = reResolvesLeft > 0 ? resolvedAt + RE_RESOLVE_AFTER_MS : Infinity
-        const sent = Effect.zipRight(
-          cap.acquire(placement.worker),
-          Effect.ensuring(transport.send(placement, sendBy), Effect.sync(() => cap.release(placement.worker)))
-        )
-        return sent.pipe(
-          Effect.catchTags({
-            StaleResolve: () => attempt(excluded, reResolvesLeft - 1),
-            // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
-            ConnectFailed: ({ cause }) =>
-              Effect.zipRight(placement.isNew ? release(placement) : Effect.void, new BadGateway({ cause })),
-            Refused: () =>
-              Effect.zipRight(
-                Effect.zipRight(release(placement), Effect.ignore(registry.nack(placement.worker))),
-                new RefusedBy({ worker: placement.worker })
-              )
-          })
-        )
-      })
+const deliverWith = <Sent>(
+  registry: RegistryService,
+  cap: InflightCapService,
+  request: ResolveRequest,
+  transport: Transport<Sent>
+): Effect.Effect<void, DeliverError, Requirements> => {
+  const key = { env: request.env, namespace: request.namespace, id: request.id }
+  const release = (placement: Placement) => Effect.ignore(registry.release(key, placement.epoch))
 
-    // After a refusal, one re-place on another worker; a second refusal, or no other
-    // worker, is the client's to retry.
-    const refusedActivation = () => new WorkerRefusedActivation()
-    const sent = yield* attempt([], MAX_RE_RESOLVES).pipe(
-      Effect.catchTag("RefusedBy", ({ worker }) =>
-        transport.canRePlace
-          ? attempt([worker], MAX_RE_RESOLVES).pipe(
-              Effect.catchTags({ RefusedBy: refusedActivation, NoLiveBackends: refusedActivation })
+  // One resolve, inflight cap and send. A send that would leave more than RE_RESOLVE_AFTER_MS after its
+  // resolve resolves again instead, at most MAX_RE_RESOLVES times; then it is sent as is.
+  const attempt = (excluded: ReadonlyArray<string>, reResolvesLeft: number): Effect.Effect<Sent, DeliverError | RefusedBy, Requirements> =>
+    Effect.flatMap(resolvePlacement({ ...request, excluded }), ({ placement, resolvedAt }) => {
+      const sendBy = reResolvesLeft > 0 ? resolvedAt + RE_RESOLVE_AFTER_MS : Infinity
+      const worker = placement.worker
+      if (!cap.tryAcquire(worker)) return new WorkerAtCapacity()
+      return transport.send(placement, sendBy, () => cap.release(worker)).pipe(
+        Effect.catchTags({
+          StaleResolve: () => attempt(excluded, reResolvesLeft - 1),
+          // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
+          ConnectFailed: ({ cause }) =>
+            Effect.zipRight(placement.isNew ? release(placement) : Effect.void, new BadGateway({ cause })),
+          Refused: () =>
+            Effect.zipRight(
+              Effect.zipRight(release(placement), Effect.ignore(registry.nack(placement.worker))),
+              new RefusedBy({ worker: placement.worker })
             )
-          : refusedActivation()
+        })
       )
-    )
-    yield* transport.finish(sent)
-  })
+    })
+
+  // After a refusal, one re-place on another worker; a second refusal, or no other
+  // worker, is the client's to retry.
+  const refusedActivation = () => new WorkerRefusedActivation()
+  return attempt([], MAX_RE_RESOLVES).pipe(
+    Effect.catchTag("RefusedBy", ({ worker }) =>
+      transport.canRePlace
+        ? attempt([worker], MAX_RE_RESOLVES).pipe(
+            Effect.catchTags({ RefusedBy: refusedActivation, NoLiveBackends: refusedActivation })
+          )
+        : refusedActivation()
+    ),
+    Effect.flatMap(transport.finish)
+  )
+}

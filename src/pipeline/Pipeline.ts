@@ -62,23 +62,24 @@ const route = <Sent>(req: IncomingMessage, transportFor: (outboundOf: OutboundOf
     const config = yield* AppConfig
     const admitted = yield* admit(req.url ?? "/", req.headers)
     const peer = peerAddress(req.socket.remoteAddress)
-    const outboundOf: OutboundOf = (placement, sendBy) => ({
+    const outboundOf: OutboundOf = (placement, sendBy, settled) => ({
       ...targetOf(placement.advertiseUrl, admitted.address),
       headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer }),
       sendBy,
-      headersTimeoutMs: config.forwards.timeoutMs
+      headersTimeoutMs: config.forwards.timeoutMs,
+      settled
     })
     yield* deliver(resolveRequestOf(admitted, affinityOf(req, config.affinity.key)), transportFor(outboundOf))
   })
 
 /** Where and what to send for a placement: the worker's target, the forwarded headers, the limits. */
-type OutboundOf = (placement: Placement, sendBy: number) => Outbound
+type OutboundOf = (placement: Placement, sendBy: number, settled: () => void) => Outbound
 
 export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse) => {
   const withBody = hasBody(req.headers)
   return route(req, (outboundOf) => ({
     canRePlace: !withBody,
-    send: (placement, sendBy) => sendRequest(req, res, { ...outboundOf(placement, sendBy), hasBody: withBody }),
+    send: (placement, sendBy, settled) => sendRequest(req, res, { ...outboundOf(placement, sendBy, settled), hasBody: withBody }),
     finish: relayBody
   }))
 }
@@ -86,6 +87,6 @@ export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse)
 export const handleUpgrade = (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet) =>
   route(req, (outboundOf) => ({
     canRePlace: true,
-    send: (placement, sendBy) => sendUpgrade(req, client, outboundOf(placement, sendBy)),
+    send: (placement, sendBy, settled) => sendUpgrade(req, client, outboundOf(placement, sendBy, settled)),
     finish: (exchange) => openTunnel(exchange, client, head, tunnels)
   }))

@@ -28,6 +28,8 @@ export interface Outbound {
   /** Clock time after which the request is reported stale instead of sent; Infinity: never. */
   readonly sendBy: number
   readonly headersTimeoutMs: number
+  /** Called once, when the worker's headers are in or the send has ended without them. */
+  readonly settled: () => void
 }
 
 export interface ExchangeOptions {
@@ -38,6 +40,8 @@ export interface ExchangeOptions {
   readonly deadlines: DeadlinesService
   /** The Clock's time, so a TestClock drives the stale check. */
   readonly now: () => number
+  /** Called once, when the worker's headers are in or the exchange has ended without them. */
+  readonly settled: () => void
 }
 
 export type Limit = "connect" | "headers" | "idle"
@@ -53,6 +57,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   protected readonly timer: Timer
   private limit: Limit = "connect"
   private wake: (() => void) | undefined
+  private unsettled = true
 
   constructor(protected readonly options: ExchangeOptions) {
     this.timer = options.deadlines.timer(() => this.expire())
@@ -62,6 +67,13 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   protected advance(phase: Phase): void {
     if (phase > this.phase) this.phase = phase
     this.wake?.()
+  }
+
+  private settle(): void {
+    if (this.unsettled) {
+      this.unsettled = false
+      this.options.settled()
+    }
   }
 
   protected startLimit(limit: Limit, durationMs: number): void {
@@ -83,6 +95,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     if (this.failure !== undefined) return
     this.failure = error
     this.timer.cancel()
+    this.settle()
     this.onFailure()
     this.wake?.()
   }
@@ -129,6 +142,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   /** The worker's headers are in: the header limit is met. */
   protected headersIn(): void {
     this.timer.cancel()
+    this.settle()
     this.advance(Phase.Headers)
   }
 

@@ -93,7 +93,10 @@ export const sendRequest = (
   outbound: HttpOutbound
 ): Effect.Effect<HttpExchange, SendError | ClientAborted, Upstream | Deadlines> =>
   Effect.gen(function* () {
-    if (clientGone(req, res)) return yield* new ClientAborted()
+    if (clientGone(req, res)) {
+      outbound.settled()
+      return yield* new ClientAborted()
+    }
     const upstream = yield* Upstream
     const deadlines = yield* Deadlines
     const clock = yield* Effect.clock
@@ -102,7 +105,8 @@ export const sendRequest = (
       hasBody: outbound.hasBody,
       headersTimeoutMs: outbound.headersTimeoutMs,
       deadlines,
-      now: () => clock.unsafeCurrentTimeMillis()
+      now: () => clock.unsafeCurrentTimeMillis(),
+      settled: outbound.settled
     })
     res.on("close", exchange.onClientClose)
     upstream.dispatch(

@@ -66,7 +66,10 @@ export const sendUpgrade = (
   outbound: Outbound
 ): Effect.Effect<UpgradeExchange, SendError | ClientAborted, Upstream | Deadlines> =>
   Effect.gen(function* () {
-    if (client.destroyed) return yield* new ClientAborted()
+    if (client.destroyed) {
+      outbound.settled()
+      return yield* new ClientAborted()
+    }
     const upstream = yield* Upstream
     const deadlines = yield* Deadlines
     const clock = yield* Effect.clock
@@ -75,7 +78,8 @@ export const sendUpgrade = (
       hasBody: false,
       headersTimeoutMs: outbound.headersTimeoutMs,
       deadlines,
-      now: () => clock.unsafeCurrentTimeMillis()
+      now: () => clock.unsafeCurrentTimeMillis(),
+      settled: outbound.settled
     })
     upstream.dispatch(
       {

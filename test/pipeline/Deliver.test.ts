@@ -114,6 +114,18 @@ describe("inflight cap", () => {
       expect((yield* Effect.promise(() => waiting.response)).status).toBe(200)
     })
   )
+  it.scoped("a forward that fails before headers gives its slot back", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* pipelineHarness(fake, { config: { forwards: { timeoutMs: 30_000, maxInflight: 1 } } })
+      const failing = request("/threads/t1")
+      ;(yield* nextCall()).fail(new Error("connect ECONNREFUSED"))
+      expect((yield* Effect.promise(() => failing.response)).status).toBe(502)
+      const next = request("/threads/t1")
+      answer(yield* nextCall())
+      expect((yield* Effect.promise(() => next.response)).status).toBe(200)
+    })
+  )
 })
 
 describe("the forward", () => {

@@ -1,25 +1,24 @@
 // Step 8, inflight cap (DESIGN 9): forwards to one worker awaiting headers, per Pinboard
-// process, at most `forwards.maxInflight`.
+// process, at most `forwards.maxInflight`. The forward gives its slot back itself, the
+// moment the worker's headers are in or the exchange ends (no Effect finalizer per request).
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../AppConfig.js"
-import { WorkerAtCapacity } from "../../Errors.js"
 
 export interface InflightCapService {
-  /** Takes a slot for the worker, or refuses; the caller gives it back with `release`. */
-  readonly acquire: (worker: string) => Effect.Effect<void, WorkerAtCapacity>
+  /** Takes a slot for the worker; false when all are taken. The taker gives it back with `release`. */
+  readonly tryAcquire: (worker: string) => boolean
   readonly release: (worker: string) => void
 }
 
 export const makeInflightCap = (maxInflight: number): InflightCapService => {
   const inflight = new Map<string, number>()
   return {
-    acquire: (worker) =>
-      Effect.suspend(() => {
-        const taken = inflight.get(worker) ?? 0
-        if (taken >= maxInflight) return new WorkerAtCapacity()
-        inflight.set(worker, taken + 1)
-        return Effect.void
-      }),
+    tryAcquire: (worker) => {
+      const taken = inflight.get(worker) ?? 0
+      if (taken >= maxInflight) return false
+      inflight.set(worker, taken + 1)
+      return true
+    },
     release: (worker) => {
       const taken = inflight.get(worker) ?? 0
       if (taken <= 1) inflight.delete(worker)
