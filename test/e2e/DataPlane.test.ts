@@ -8,23 +8,25 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   eventually,
   Fleet,
-  headerNames,
-  headerTokens,
-  headerValues,
   LEASE_MS,
   nacksOf,
-  parseResponse,
   placementOf,
-  rawExchange,
-  rawRequestHead,
-  request,
   STANDARD_CONFIG,
   uid,
   waitForColdStart,
-  type Answer,
   type StandardFleet,
   useStandardFleet
 } from "../support/Fleet.js"
+import {
+  headerNames,
+  headerTokens,
+  headerValues,
+  parseResponse,
+  rawExchange,
+  rawRequestHead,
+  request,
+  type Answer
+} from "../support/Wire.js"
 import { freePort } from "../support/Processes.js"
 
 const TEXT = "text/plain; charset=utf-8"

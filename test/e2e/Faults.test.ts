@@ -4,7 +4,8 @@
 import { readdirSync, readlinkSync } from "node:fs"
 import net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Fleet, rawExchange, request, sleep, startStandardFleet, uid, type StandardFleet } from "../support/Fleet.js"
+import { Fleet, sleep, startStandardFleet, uid, type StandardFleet } from "../support/Fleet.js"
+import { rawExchange, request } from "../support/Wire.js"
 
 const UNAVAILABLE = '{"error":"registry unavailable, retry"}'
 

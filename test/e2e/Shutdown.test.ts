@@ -3,7 +3,8 @@
 // shutdown.graceMs to finish, then tunnels close; exit 0.
 import { afterEach, describe, expect, it } from "vitest"
 import WebSocket from "ws"
-import { Fleet, request, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import { Fleet, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import { request } from "../support/Wire.js"
 
 let fleet: Fleet
 afterEach(async () => {

@@ -9,12 +9,8 @@ import WebSocket from "ws"
 import {
   eventually,
   Fleet,
-  headerNames,
-  headerValues,
   LEASE_MS,
   placementOf,
-  rawExchange,
-  rawUpgradeHead,
   STANDARD_CONFIG,
   uid,
   waitForColdStart,
@@ -22,6 +18,7 @@ import {
   type StandardFleet,
   useStandardFleet
 } from "../support/Fleet.js"
+import { headerNames, headerValues, rawExchange, rawUpgradeHead } from "../support/Wire.js"
 import { freePort } from "../support/Processes.js"
 
 const ORIGIN = "https://app.example"

@@ -6,7 +6,7 @@ import { Effect, Logger, LogLevel } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { RegistryColdStart, UnknownNamespace } from "../../src/Errors.js"
 import { respond, respondBare } from "../../src/http/Server.js"
-import { rawExchange } from "../support/Fleet.js"
+import { rawExchange } from "../support/Wire.js"
 
 let server: http.Server | undefined
 afterEach(() => {
