@@ -129,4 +129,3 @@ export const sendRequest = (
 /** Streams the rest of the response (the idle limit runs on the exchange). */
 export const relayBody = (exchange: HttpExchange): Effect.Effect<void> => exchange.waitFor(Phase.Done)
 
-export type { HttpExchange }
