@@ -3,7 +3,7 @@
 // a Transport that sends to a placement and, once the worker's headers are in, finishes.
 import { Data, Effect } from "effect"
 import { BadGateway, WorkerAtCapacity, WorkerRefusedActivation, type ClientAborted, type UpstreamTimeout } from "../Errors.js"
-import type { SendError } from "../proxy/Forward.js"
+import type { SendError } from "../proxy/Exchange.js"
 import { MAX_RE_RESOLVES, RE_RESOLVE_AFTER_MS } from "../proxy/Limits.js"
 import type { Deadlines } from "../proxy/Deadlines.js"
 import type { Upstream } from "../proxy/Upstream.js"
@@ -22,7 +22,7 @@ export interface Transport<Sent> {
     placement: Placement,
     sendBy: number,
     settled: () => void
-  ) => Effect.Effect<Sent, SendError | ClientAborted, Upstream | Deadlines>
+  ) => Effect.Effect<Sent, SendError, Upstream | Deadlines>
   readonly finish: (sent: Sent) => Effect.Effect<void>
 }
 

@@ -79,7 +79,7 @@ export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse)
   const withBody = hasBody(req.headers)
   return route(req, (outboundOf) => ({
     canRePlace: !withBody,
-    send: (placement, sendBy, settled) => sendRequest(req, res, { ...outboundOf(placement, sendBy, settled), hasBody: withBody }),
+    send: (placement, sendBy, settled) => sendRequest(req, res, outboundOf(placement, sendBy, settled), withBody),
     finish: relayBody
   }))
 }

@@ -6,8 +6,9 @@ import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { BadGateway, ClientAborted, UpstreamTimeout } from "../Errors.js"
 import type { DeadlinesService, Timer } from "./Deadlines.js"
-import { CONNECT_TIMEOUT_MS } from "./Limits.js"
-import { ConnectFailed, StaleResolve } from "./Signals.js"
+import { isRefusal } from "./Headers.js"
+import { BODY_IDLE_MS, CONNECT_TIMEOUT_MS } from "./Limits.js"
+import { ConnectFailed, Refused, StaleResolve } from "./Signals.js"
 
 export const enum Phase {
   Connecting,
@@ -52,6 +53,8 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   stale = false
   /** The limit that ended the exchange, if one did. */
   expired: Limit | undefined = undefined
+  /** The worker answered with the seed's in-band refusal; its answer goes no further. */
+  refused = false
   protected controller: Dispatcher.DispatchController | undefined
   /** One timer for the limit that currently applies. */
   protected readonly timer: Timer
@@ -103,6 +106,9 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   /** What a failure undoes beyond waking the waiter (a half-relayed response, say). */
   protected abstract onFailure(): void
 
+  /** The worker's final status and headers, unless they are a refusal. */
+  protected abstract answered(statusCode: number, headers: Record<string, string | Array<string>>): void
+
   /** The whole request body has gone out: the wait for headers starts. */
   bodySent(): void {
     if (this.phase < Phase.Headers) this.startLimit("headers", this.options.headersTimeoutMs)
@@ -139,6 +145,36 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     else this.bodySent()
   }
 
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | Array<string>>
+  ): void {
+    if (statusCode < 200) return // interim responses are not relayed
+    this.refused = isRefusal(statusCode, headers)
+    this.headersIn()
+    // A refusal's body is read and dropped, under the idle limit like any body.
+    if (this.refused) this.startLimit("idle", BODY_IDLE_MS)
+    else this.answered(statusCode, headers)
+  }
+
+  /** Body data: a refusal's is dropped; a relayed body's goes to `relay`. */
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.timer.restart()
+    if (!this.refused) this.relay(controller, chunk)
+  }
+
+  onResponseEnd(): void {
+    this.timer.cancel()
+    if (!this.refused) this.relayEnd()
+    this.advance(Phase.Done)
+  }
+
+  /** A chunk of the worker's body (none comes after a 101). */
+  protected relay(_controller: Dispatcher.DispatchController, _chunk: Buffer): void {}
+
+  protected relayEnd(): void {}
+
   /** The worker's headers are in: the header limit is met. */
   protected headersIn(): void {
     this.timer.cancel()
@@ -151,15 +187,15 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
-export type AwaitHeadersError = ConnectFailed | StaleResolve | UpstreamTimeout | BadGateway | ClientAborted
+export type SendError = ConnectFailed | StaleResolve | Refused | UpstreamTimeout | BadGateway | ClientAborted
 
 /**
- * Waits for the worker's headers, then says why there are none: a failure before the
+ * Waits for the worker's headers (a refusal fails as such), or says why there are none: a failure before the
  * request went out is a connect failure (seed "Limits": connect 5 s; header wait).
  */
-export const awaitHeaders = (exchange: Exchange, clientGone: () => boolean): Effect.Effect<void, AwaitHeadersError> =>
-  Effect.flatMap(exchange.waitFor(Phase.Headers), (): Effect.Effect<void, AwaitHeadersError> => {
-    if (exchange.phase >= Phase.Headers) return Effect.void
+export const awaitHeaders = (exchange: Exchange, clientGone: () => boolean): Effect.Effect<void, SendError> =>
+  Effect.flatMap(exchange.waitFor(Phase.Headers), (): Effect.Effect<void, SendError> => {
+    if (exchange.phase >= Phase.Headers) return exchange.refused ? new Refused() : Effect.void
     if (exchange.stale) return new StaleResolve()
     if (exchange.phase === Phase.Connecting) {
       return new ConnectFailed({ cause: exchange.expired === "connect" ? "connect timeout" : exchange.failure })

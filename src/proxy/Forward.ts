@@ -8,21 +8,13 @@ import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
 import { Deadlines } from "./Deadlines.js"
-import { awaitHeaders, Exchange, Phase, type AwaitHeadersError, type ExchangeOptions, type Outbound } from "./Exchange.js"
-import { isRefusal, relayResponseHeaders } from "./Headers.js"
+import { awaitHeaders, Exchange, Phase, type SendError, type ExchangeOptions, type Outbound } from "./Exchange.js"
+import { relayResponseHeaders } from "./Headers.js"
 import { BODY_IDLE_MS } from "./Limits.js"
-import { Refused } from "./Signals.js"
 import { Upstream } from "./Upstream.js"
 
-export interface HttpOutbound extends Outbound {
-  readonly hasBody: boolean
-}
-
-export type SendError = AwaitHeadersError | Refused
 
 class HttpExchange extends Exchange {
-  refused = false
-
   constructor(
     private readonly res: ServerResponse,
     private readonly origin: string | undefined,
@@ -35,22 +27,13 @@ class HttpExchange extends Exchange {
     if (this.res.headersSent && !this.res.writableFinished) this.res.destroy()
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Record<string, string | Array<string>>
-  ): void {
-    if (statusCode < 200) return
-    if (isRefusal(statusCode, headers)) this.refused = true
-    else this.res.writeHead(statusCode, relayResponseHeaders(headers, this.origin))
-    this.headersIn()
+  protected answered(statusCode: number, headers: Record<string, string | Array<string>>): void {
+    this.res.writeHead(statusCode, relayResponseHeaders(headers, this.origin))
     // The body streams under the idle limit: each chunk (or the client draining) restarts it.
     this.startLimit("idle", BODY_IDLE_MS)
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.timer.restart()
-    if (this.refused) return
+  protected override relay(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (!this.res.write(chunk)) {
       controller.pause()
       this.res.once("drain", () => {
@@ -60,10 +43,8 @@ class HttpExchange extends Exchange {
     }
   }
 
-  onResponseEnd(): void {
-    this.timer.cancel()
-    if (!this.refused) this.res.end()
-    this.advance(Phase.Done)
+  protected override relayEnd(): void {
+    this.res.end()
   }
 
   /** The client went away: the worker's side of the exchange is abandoned too. */
@@ -90,8 +71,9 @@ const clientGone = (req: IncomingMessage, res: ServerResponse): boolean => req.s
 export const sendRequest = (
   req: IncomingMessage,
   res: ServerResponse,
-  outbound: HttpOutbound
-): Effect.Effect<HttpExchange, SendError | ClientAborted, Upstream | Deadlines> =>
+  outbound: Outbound,
+  hasBody: boolean
+): Effect.Effect<HttpExchange, SendError, Upstream | Deadlines> =>
   Effect.gen(function* () {
     if (clientGone(req, res)) {
       outbound.settled()
@@ -102,7 +84,7 @@ export const sendRequest = (
     const clock = yield* Effect.clock
     const exchange = new HttpExchange(res, req.headers.origin, {
       sendBy: outbound.sendBy,
-      hasBody: outbound.hasBody,
+      hasBody,
       headersTimeoutMs: outbound.headersTimeoutMs,
       deadlines,
       now: () => clock.unsafeCurrentTimeMillis(),
@@ -115,14 +97,13 @@ export const sendRequest = (
         path: outbound.path,
         method: req.method ?? "GET",
         headers: outbound.headers as Record<string, string | Array<string>>,
-        body: outbound.hasBody ? bodyOf(req, exchange) : null,
+        body: hasBody ? bodyOf(req, exchange) : null,
         headersTimeout: 0,
         bodyTimeout: 0
       },
       exchange
     )
     yield* awaitHeaders(exchange, () => clientGone(req, res))
-    if (exchange.refused) return yield* new Refused()
     return exchange
   })
 

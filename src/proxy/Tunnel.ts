@@ -8,11 +8,8 @@ import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
 import { Deadlines } from "./Deadlines.js"
-import { awaitHeaders, Exchange, Phase, type Outbound } from "./Exchange.js"
-import { isRefusal } from "./Headers.js"
+import { awaitHeaders, Exchange, type Outbound, type SendError } from "./Exchange.js"
 import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
-import { Refused } from "./Signals.js"
-import type { SendError } from "./Forward.js"
 import { Upstream } from "./Upstream.js"
 import { statusLine } from "../http/BareStatus.js"
 
@@ -20,7 +17,6 @@ import { statusLine } from "../http/BareStatus.js"
 export type TunnelSet = Set<Duplex>
 
 class UpgradeExchange extends Exchange {
-  refused = false
   statusCode = 0
   headers: Record<string, string | Array<string>> = {}
   socket: Duplex | undefined
@@ -41,21 +37,9 @@ class UpgradeExchange extends Exchange {
     this.headersIn()
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Record<string, string | Array<string>>
-  ): void {
-    if (statusCode < 200) return
+  /** A non-101 answer: its status line is relayed. */
+  protected answered(statusCode: number): void {
     this.statusCode = statusCode
-    this.refused = isRefusal(statusCode, headers)
-    this.headersIn()
-  }
-
-  onResponseData(): void {}
-
-  onResponseEnd(): void {
-    this.advance(Phase.Done)
   }
 }
 
@@ -64,7 +48,7 @@ export const sendUpgrade = (
   req: IncomingMessage,
   client: Duplex,
   outbound: Outbound
-): Effect.Effect<UpgradeExchange, SendError | ClientAborted, Upstream | Deadlines> =>
+): Effect.Effect<UpgradeExchange, SendError, Upstream | Deadlines> =>
   Effect.gen(function* () {
     if (client.destroyed) {
       outbound.settled()
@@ -94,7 +78,6 @@ export const sendUpgrade = (
       exchange
     )
     yield* awaitHeaders(exchange, () => client.destroyed)
-    if (exchange.refused) return yield* new Refused()
     return exchange
   })
 
