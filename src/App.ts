@@ -1,7 +1,8 @@
 // The layers, composed in one place: the server over the registry chosen by the config,
-// the upstream client, the forward's timers and the inflight cap.
+// auth, the upstream client, the forward's timers and the inflight cap.
 import { Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
+import { Auth } from "./auth/Auth.js"
 import type { PinboardConfig } from "./Config.js"
 import { ServerLive } from "./http/Server.js"
 import { InflightCap } from "./pipeline/steps/InflightCap.js"
@@ -16,6 +17,7 @@ export const appLayer = (config: PinboardConfig): Layer.Layer<never> => {
     Layer.provide(Upstream.layer),
     Layer.provide(Deadlines.layer),
     Layer.provide(InflightCap.layer.pipe(Layer.provide(configLayer))),
+    Layer.provide(Auth.layer.pipe(Layer.provide(configLayer))),
     Layer.provide(configLayer)
   )
 }

@@ -7,9 +7,6 @@ import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
 
 /** Options this build cannot honour yet: refusing to start beats serving without them. */
 const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig, ConfigInvalid> => {
-  if (config.namespaces !== undefined) {
-    return new ConfigInvalid({ message: "namespaces: data-plane rules are not enforced by this build yet; remove them to run open" })
-  }
   if (config.hostnameAware) {
     return new ConfigInvalid({ message: "hostnameAware: hostname-aware mode is not available in this build yet" })
   }

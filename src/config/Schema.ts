@@ -108,6 +108,10 @@ const crossFieldIssues = (c: Fields): Array<Schema.FilterIssue> => {
     if (rule.auth !== "none" && (rule.providers ?? providerNames).length === 0) {
       issues.push({ path: ["namespaces", i, "providers"], message: `expected at least one provider for auth "${rule.auth}"` })
     }
+    // With no credential checked there is no principal to hold them: every request would be refused.
+    if (rule.auth === "none" && (rule.scopes ?? []).length > 0) {
+      issues.push({ path: ["namespaces", i, "scopes"], message: `expected no scopes for auth "none" (scopes are checked against a credential)` })
+    }
   })
   return issues
 }

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
 import { Cause, Effect, Layer, Runtime } from "effect"
 import { AppConfig } from "../AppConfig.js"
+import type { Auth } from "../auth/Auth.js"
 import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
 import { handleInstanceRequest, handleUpgrade } from "../pipeline/Pipeline.js"
 import type { InflightCap } from "../pipeline/steps/InflightCap.js"
@@ -61,7 +62,7 @@ export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Dupl
 export const ServerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const runtime = yield* Effect.runtime<Registry | AppConfig | Upstream | InflightCap | Deadlines>()
+    const runtime = yield* Effect.runtime<Registry | AppConfig | Auth | Upstream | InflightCap | Deadlines>()
     const run = Runtime.runFork(runtime)
     let shuttingDown = false
     const tunnels: TunnelSet = new Set()

@@ -1,16 +1,8 @@
 // The affinity value that rendezvous placement hashes (DESIGN 2 `affinity.key`, DESIGN 5).
 import type { IncomingMessage } from "node:http"
 import type { AffinityKey } from "../Config.js"
+import { cookieValue } from "../http/Cookie.js"
 import { peerAddress } from "../proxy/Headers.js"
-
-const cookieValue = (header: string | undefined, name: string): string | undefined => {
-  if (header === undefined) return undefined
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=")
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
-  }
-  return undefined
-}
 
 /** The configured header or cookie, falling back to the client IP when the request has none. */
 export const affinityOf = (req: IncomingMessage, key: AffinityKey): string => {

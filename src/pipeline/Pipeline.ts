@@ -8,6 +8,7 @@ import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { Address } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
+import { Auth } from "../auth/Auth.js"
 import { relayBody, sendRequest } from "../proxy/Forward.js"
 import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
 import { targetOf } from "../proxy/Target.js"
@@ -36,10 +37,10 @@ const admit = (rawUrl: string, headers: IncomingHttpHeaders) =>
     const address = yield* readAddress(rawUrl)
     const caller = yield* readCaller(headers)
     const depth = yield* depthOf(caller)
-    const principal = yield* admitByRule(address.namespace, headers, caller)
+    const admission = yield* admitByRule(address.namespace, headers, caller)
     const binding = yield* bindingOf(address.namespace, headers)
-    yield* checkCallerScope(address.namespace, principal, caller)
-    return { address, caller, depth, principal, binding } satisfies Admitted
+    yield* checkCallerScope(admission, caller)
+    return { address, caller, depth, principal: admission.principal, binding } satisfies Admitted
   })
 
 const resolveRequestOf = (admitted: Admitted, affinity: string) => ({
@@ -60,11 +61,25 @@ const hasBody = (headers: IncomingHttpHeaders): boolean =>
 const route = <Sent>(req: IncomingMessage, transportFor: (outboundOf: OutboundOf) => Transport<Sent>) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
+    const auth = yield* Auth
     const admitted = yield* admit(req.url ?? "/", req.headers)
     const peer = peerAddress(req.socket.remoteAddress)
+    const caller = admitted.caller === undefined ? undefined : `${admitted.caller.namespace}/${admitted.caller.id}`
     const outboundOf: OutboundOf = (placement, sendBy, settled) => ({
       ...targetOf(placement.advertiseUrl, admitted.address),
-      headers: forwardRequestHeaders(req.headers, { epoch: placement.epoch, peer }),
+      headers: forwardRequestHeaders(req.headers, {
+        epoch: placement.epoch,
+        peer,
+        attestation: auth.attest({
+          worker: placement.worker,
+          namespace: admitted.address.namespace,
+          id: admitted.address.id,
+          epoch: placement.epoch,
+          depth: admitted.depth,
+          principal: admitted.principal,
+          caller
+        })
+      }),
       sendBy,
       headersTimeoutMs: config.forwards.timeoutMs,
       settled

@@ -22,7 +22,7 @@ const hopByHop = (headers: HeaderMap): ((name: string) => boolean) => {
 
 export const forwardRequestHeaders = (
   headers: IncomingHttpHeaders,
-  added: { readonly epoch: string; readonly peer: string }
+  added: { readonly epoch: string; readonly peer: string; readonly attestation: string }
 ): OutgoingHttpHeaders => {
   const drop = hopByHop(headers)
   const out: OutgoingHttpHeaders = {}
@@ -33,6 +33,7 @@ export const forwardRequestHeaders = (
   }
   out["x-forwarded-for"] = added.peer
   out["pinboard-epoch"] = added.epoch
+  out["pinboard-attestation"] = added.attestation
   return out
 }
 

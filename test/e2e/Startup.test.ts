@@ -28,13 +28,13 @@ describe("pinboard binary", () => {
     expect(child.lines.join("\n")).toMatch(message)
   })
 
-  it("refuses data-plane rules until they are enforced", async () => {
+  it("names the rule field at fault in a config file", async () => {
     const dir = mkdtempSync(join(tmpdir(), "pinboard-config-"))
     const file = join(dir, "pinboard.json")
-    writeFileSync(file, JSON.stringify({ token: "t", namespaces: [{ namespace: "/public", auth: "none" }] }))
+    writeFileSync(file, JSON.stringify({ token: "t", namespaces: [{ namespace: "/public", auth: "required", providers: ["nobody"] }] }))
     const child = run({}, ["--config", file])
     expect(await child.exited).toEqual({ code: 2, signal: null })
-    expect(child.lines.join("\n")).toMatch(/namespaces: data-plane rules are not enforced/)
+    expect(child.lines.join("\n")).toMatch(/namespaces\[0\]\.providers\[0\]: expected the name of a provider/)
     rmSync(dir, { recursive: true, force: true })
   })
 

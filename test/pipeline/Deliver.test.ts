@@ -134,7 +134,7 @@ describe("the forward", () => {
       const fake = makeFakeUpstream()
       const { registry, request, nextCall } = yield* pipelineHarness(fake)
       const client = request("/threads/t1/a%2Fb/c?x=%20&y", {
-        headers: { "x-forwarded-for": "1.2.3.4", "pinboard-caller": "forged", "x-kept": "yes" }
+        headers: { "x-forwarded-for": "1.2.3.4", "pinboard-attestation": "forged", "pinboard-foo": "bar", "x-kept": "yes" }
       })
       const call = yield* nextCall()
       answer(call)
@@ -145,7 +145,8 @@ describe("the forward", () => {
       expect(headers["pinboard-epoch"]).toBe((yield* registry.placement(key)).epoch)
       expect(headers["x-forwarded-for"]).toBe("127.0.0.1")
       expect(headers["x-kept"]).toBe("yes")
-      expect(headers["pinboard-caller"]).toBeUndefined()
+      expect(headers["pinboard-attestation"]).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/)
+      expect(headers["pinboard-foo"]).toBeUndefined()
       expect(headers["host"]).toBeUndefined()
     })
   )

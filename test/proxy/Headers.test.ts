@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import { forwardRequestHeaders, isRefusal, relayResponseHeaders, withCors } from "../../src/proxy/Headers.js"
 
-const added = { epoch: "42", peer: "10.0.0.9" }
+const added = { epoch: "42", peer: "10.0.0.9", attestation: "signed" }
 
 describe("request headers", () => {
   it("strips hop-by-hop headers, those named in Connection, Host, Pinboard-* and Expect", () => {
@@ -35,7 +35,8 @@ describe("request headers", () => {
       "content-type": "application/json",
       cookie: "a=b",
       "x-forwarded-for": "10.0.0.9",
-      "pinboard-epoch": "42"
+      "pinboard-epoch": "42",
+      "pinboard-attestation": "signed"
     })
   })
 

@@ -4,6 +4,7 @@
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, Layer, Runtime, TestClock } from "effect"
+import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { configForTests, type PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
@@ -56,7 +57,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
           Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
         )
     }
-    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Upstream | InflightCap | Deadlines>().pipe(
+    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Auth | Upstream | InflightCap | Deadlines>().pipe(
       Effect.provideService(Registry.Registry, stalling)
     )
     const run = Runtime.runFork(runtime)
@@ -83,7 +84,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     return { config, registry, url, port, request, nextCall: () => Effect.promise(fake.nextCall) }
   })
   // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
-  const layers = Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer).pipe(
+  const layers = Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )
   return Effect.flatMap(Layer.build(layers), (context) => Effect.provide(harness, context))

@@ -1,22 +1,34 @@
 // Step 2, attestation (DESIGN 7): a `Pinboard-Caller` token makes the request a call from
-// an instance. The auth issue verifies it; until then every request is an outside one,
-// which is exact while no data-plane rules can be configured (main.ts refuses them).
+// an instance. Its signature and claims are verified, then the registry must still place the
+// calling instance at that epoch on that worker.
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
-import type { AttestationExpired, InvalidAttestation, StaleAttestation } from "../../Errors.js"
+import { Auth } from "../../auth/Auth.js"
+import type { CallerClaims } from "../../auth/CallerToken.js"
+import { InvalidAttestation, StaleAttestation, type AttestationExpired, type RegistryUnavailable } from "../../Errors.js"
+import { Registry } from "../../registry/Registry.js"
 
 /** The calling instance, from a verified `Pinboard-Caller`. */
-export interface Caller {
-  readonly worker: string
-  readonly namespace: string
-  readonly id: string
-  readonly epoch: string
-  /** The depth of the request the caller is serving. */
-  readonly depth: number
-}
+export type Caller = CallerClaims
 
-export type AttestationError = InvalidAttestation | AttestationExpired | StaleAttestation
+export type AttestationError = InvalidAttestation | AttestationExpired | StaleAttestation | RegistryUnavailable
 
 const outside: Effect.Effect<Caller | undefined> = Effect.succeed(undefined)
 
-export const readCaller = (_headers: IncomingHttpHeaders): Effect.Effect<Caller | undefined, AttestationError> => outside
+/** The caller's placement must be live, on the token's worker, at the token's epoch. */
+const stillPlaced = (claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryUnavailable, Registry> =>
+  Effect.flatMap(Registry, (registry) =>
+    registry.placement({ env: "", namespace: claims.namespace, id: claims.id }).pipe(
+      Effect.catchTag("NotPlaced", () => new StaleAttestation()),
+      Effect.flatMap((view) =>
+        view.live && view.worker === claims.worker && view.epoch === claims.epoch ? Effect.succeed(claims) : new StaleAttestation()
+      )
+    )
+  )
+
+export const readCaller = (headers: IncomingHttpHeaders): Effect.Effect<Caller | undefined, AttestationError, Auth | Registry> => {
+  const token = headers["pinboard-caller"]
+  if (token === undefined) return outside
+  if (typeof token !== "string") return new InvalidAttestation()
+  return Effect.flatMap(Auth, (auth) => Effect.flatMap(auth.verifyCaller(token), stillPlaced))
+}

@@ -1,12 +1,16 @@
-// Step 6, caller scope (DESIGN 6, 7): the rule's scopes for credentials, its `callers` for
-// calls from an instance. Nothing to check while no rules can be configured.
+// Step 6, caller scope (DESIGN 6, 7, 11 "Callers"): a credential must hold every scope of
+// the rule; an attested caller's namespace must be among the rule's `callers`, when it has them.
 import { Effect } from "effect"
-import type { InsufficientScope } from "../../Errors.js"
+import { admitsCaller, holdsScopes } from "../../auth/Rules.js"
+import { InsufficientScope } from "../../Errors.js"
 import type { Caller } from "./Attestation.js"
-import type { Principal } from "./DataPlaneRule.js"
+import type { Admission } from "./DataPlaneRule.js"
 
-export const checkCallerScope = (
-  _namespace: string,
-  _principal: Principal | undefined,
-  _caller: Caller | undefined
-): Effect.Effect<void, InsufficientScope> => Effect.void
+const NO_SCOPES: ReadonlyArray<string> = []
+
+export const checkCallerScope = ({ rule, principal }: Admission, caller: Caller | undefined): Effect.Effect<void, InsufficientScope> => {
+  if (rule === undefined) return Effect.void
+  const admitted =
+    caller !== undefined ? admitsCaller(rule.callers, caller.namespace) : holdsScopes(rule.scopes, principal?.scopes ?? NO_SCOPES)
+  return admitted ? Effect.void : new InsufficientScope()
+}

@@ -1,23 +1,50 @@
-// Step 4, data-plane rule (seed "Authentication", DESIGN 6): who may reach the namespace.
-// Open when the server has no `namespaces` rules, the only configuration main.ts accepts
-// until the auth issue enforces rules; a call from an instance skips this step.
+// Step 4, data-plane rule (DESIGN 6): the namespace's rule, else `*`, else 403; then the
+// credential, checked by the rule's providers in order. Calls from an instance skip it,
+// keeping only the rule itself for the caller-scope step.
 import type { IncomingHttpHeaders } from "node:http"
-import { Effect } from "effect"
-import type { AuthenticationRequired, InvalidCredential, NamespaceNotAllowed } from "../../Errors.js"
+import { Effect, Option } from "effect"
+import { Auth } from "../../auth/Auth.js"
+import type { Principal } from "../../auth/Principal.js"
+import { ruleFor, type CompiledRule } from "../../auth/Rules.js"
+import { AuthenticationRequired, InvalidCredential, NamespaceNotAllowed } from "../../Errors.js"
 import type { Caller } from "./Attestation.js"
 
-/** Who the credential says the client is. */
-export interface Principal {
-  readonly subject: string
-  readonly scopes: ReadonlyArray<string>
-}
+export type { Principal }
 
 export type RuleError = NamespaceNotAllowed | AuthenticationRequired | InvalidCredential
 
-const open: Effect.Effect<Principal | undefined> = Effect.succeed(undefined)
+/** The rule that applied (none when there are no rules) and the principal its credential named. */
+export interface Admission {
+  readonly rule: CompiledRule | undefined
+  readonly principal: Principal | undefined
+}
+
+const open: Effect.Effect<Admission> = Effect.succeed({ rule: undefined, principal: undefined })
+
+const firstAccepting = (rule: CompiledRule, credential: string): Effect.Effect<Admission, InvalidCredential> => {
+  const tryFrom = (i: number): Effect.Effect<Admission, InvalidCredential> =>
+    i === rule.providers.length
+      ? new InvalidCredential()
+      : Effect.flatMap(rule.providers[i]!(credential), (principal) =>
+          Option.isSome(principal) ? Effect.succeed({ rule, principal: principal.value }) : tryFrom(i + 1)
+        )
+  return tryFrom(0)
+}
 
 export const admitByRule = (
-  _namespace: string,
-  _headers: IncomingHttpHeaders,
-  _caller: Caller | undefined
-): Effect.Effect<Principal | undefined, RuleError> => open
+  namespace: string,
+  headers: IncomingHttpHeaders,
+  caller: Caller | undefined
+): Effect.Effect<Admission, RuleError, Auth> =>
+  Effect.flatMap(Auth, ({ rules }): Effect.Effect<Admission, RuleError> => {
+    if (rules === undefined) return open
+    const rule = ruleFor(rules, namespace)
+    if (caller !== undefined) return Effect.succeed({ rule, principal: undefined })
+    if (rule === undefined) return new NamespaceNotAllowed()
+    if (rule.auth === "none") return Effect.succeed({ rule, principal: undefined })
+    const credential = rule.credentialIn(headers)
+    if (credential === undefined) {
+      return rule.auth === "required" ? new AuthenticationRequired() : Effect.succeed({ rule, principal: undefined })
+    }
+    return firstAccepting(rule, credential)
+  })

@@ -1,0 +1,45 @@
+// `Pinboard-Attestation` (DESIGN 7): the HS256 JWS Pinboard adds to every forward, telling the
+// worker that the request came through Pinboard, for which placement, at what depth, and for
+// whom. Signed synchronously with the key derived once: the forward waits on nothing for it.
+// (jose's signers are asynchronous; tests verify these tokens with jose's jwtVerify.)
+import { createHmac } from "node:crypto"
+
+export interface AttestationClaims {
+  /** The worker the forward goes to (`aud`). */
+  readonly worker: string
+  readonly namespace: string
+  readonly id: string
+  readonly epoch: string
+  readonly depth: number
+  /** The principal's subject and scopes, when a credential was verified. */
+  readonly principal: { readonly subject: string | undefined; readonly scopes: ReadonlyArray<string> } | undefined
+  /** `"<ns>/<id>"` of the calling instance, for calls from an instance. */
+  readonly caller: string | undefined
+}
+
+export const ATTESTATION_TTL_S = 60
+
+const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toString("base64url")
+
+export type AttestationSigner = (claims: AttestationClaims, nowMs: number) => string
+
+export const makeAttestationSigner = (key: Uint8Array): AttestationSigner => (claims, nowMs) => {
+  const iat = Math.floor(nowMs / 1000)
+  const payload: Record<string, unknown> = {
+    iss: "pinboard",
+    aud: claims.worker,
+    iat,
+    exp: iat + ATTESTATION_TTL_S,
+    ns: claims.namespace,
+    id: claims.id,
+    epoch: claims.epoch,
+    depth: claims.depth
+  }
+  if (claims.principal !== undefined) {
+    if (claims.principal.subject !== undefined) payload.sub = claims.principal.subject
+    payload.scope = claims.principal.scopes.join(" ")
+  }
+  if (claims.caller !== undefined) payload.caller = claims.caller
+  const signingInput = `${HEADER}.${Buffer.from(JSON.stringify(payload)).toString("base64url")}`
+  return `${signingInput}.${createHmac("sha256", key).update(signingInput).digest("base64url")}`
+}

@@ -1,0 +1,51 @@
+// The auth service: data-plane rules with their providers, the attestation signer and the
+// Pinboard-Caller verifier, all built once at start-up from the config (DESIGN 6, 7).
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { AppConfig } from "../AppConfig.js"
+import { AttestationExpired, InvalidAttestation } from "../Errors.js"
+import { makeAttestationSigner, type AttestationClaims } from "./Attestation.js"
+import { attestationKey } from "./AttestationKey.js"
+import { verifyCallerToken, type CallerClaims } from "./CallerToken.js"
+import type { FetchJwks } from "./Jwks.js"
+import { makeProvider, type Provider } from "./Providers.js"
+import { compileRule, type CompiledRule } from "./Rules.js"
+
+export interface AuthService {
+  /** The data-plane rules by namespace (`*` included); undefined when there are none: open. */
+  readonly rules: ReadonlyMap<string, CompiledRule> | undefined
+  readonly verifyCaller: (token: string) => Effect.Effect<CallerClaims, InvalidAttestation | AttestationExpired>
+  /** A `Pinboard-Attestation` for a forward, as of the Clock's time. */
+  readonly attest: (claims: AttestationClaims) => string
+}
+
+export class Auth extends Context.Tag("pinboard/Auth")<Auth, AuthService>() {
+  static readonly layer = Layer.effect(Auth, Effect.flatMap(AppConfig, (config) => makeAuth(config)))
+  /** The same, with the JWKS fetch replaced (tests). */
+  static readonly layerWithFetch = (fetchJwks: FetchJwks) =>
+    Layer.effect(Auth, Effect.flatMap(AppConfig, (config) => makeAuth(config, fetchJwks)))
+}
+
+const makeAuth = (config: Context.Tag.Service<AppConfig>, fetchJwks?: FetchJwks): Effect.Effect<AuthService> =>
+  Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    const key = attestationKey(Redacted.value(config.token))
+    const sign = makeAttestationSigner(key)
+    const providers = new Map<string, Provider>()
+    for (const [name, provider] of Object.entries(config.providers)) providers.set(name, yield* makeProvider(provider, fetchJwks))
+    const rules =
+      config.namespaces === undefined
+        ? undefined
+        : new Map(config.namespaces.map((rule) => [rule.namespace, compileRule(rule, providers)] as const))
+    return {
+      rules,
+      verifyCaller: (token) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.flatMap(
+            Effect.promise(() => verifyCallerToken(token, key, now)),
+            (verified): Effect.Effect<CallerClaims, InvalidAttestation | AttestationExpired> =>
+              verified === "invalid" ? new InvalidAttestation() : verified === "expired" ? new AttestationExpired() : Effect.succeed(verified)
+          )
+        ),
+      attest: (claims) => sign(claims, clock.unsafeCurrentTimeMillis())
+    }
+  })

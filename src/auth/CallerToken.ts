@@ -1,0 +1,61 @@
+// `Pinboard-Caller` (DESIGN 7): the HS256 JWS a worker mints for a call from one of its
+// instances. Verified with jose against the attestation key; the claims are then checked
+// for shape. Whether the caller is still placed there is the attestation step's registry check.
+import { errors, jwtVerify } from "jose"
+import { isValidId, isValidNamespace } from "../Address.js"
+
+/** The calling instance, as its token claims it. */
+export interface CallerClaims {
+  readonly worker: string
+  readonly namespace: string
+  readonly id: string
+  readonly epoch: string
+  /** The depth of the request the caller is serving. */
+  readonly depth: number
+}
+
+export type CallerTokenProblem = "invalid" | "expired"
+
+/** Clock skew allowed between a worker and Pinboard, as for credentials (DESIGN 6). */
+export const CALLER_CLOCK_TOLERANCE_S = 5
+const MAX_LIFETIME_S = 60
+
+const EPOCH = /^[0-9]{1,20}$/
+
+/** `"<ns>/<id>"`, the namespace with its leading slash. */
+export const parseInstance = (text: string): { readonly namespace: string; readonly id: string } | undefined => {
+  const slash = text.indexOf("/", 1)
+  if (slash === -1) return undefined
+  const namespace = text.slice(0, slash)
+  const id = text.slice(slash + 1)
+  return isValidNamespace(namespace) && isValidId(id) ? { namespace, id } : undefined
+}
+
+const claimsOf = (payload: Record<string, unknown>): CallerClaims | undefined => {
+  const { iss, sub, epoch, depth, iat, exp } = payload
+  if (typeof iss !== "string" || iss === "" || typeof sub !== "string" || typeof epoch !== "string") return undefined
+  if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) return undefined
+  if (typeof iat !== "number" || typeof exp !== "number" || exp > iat + MAX_LIFETIME_S) return undefined
+  const instance = parseInstance(sub)
+  if (instance === undefined || !EPOCH.test(epoch)) return undefined
+  return { worker: iss, namespace: instance.namespace, id: instance.id, epoch, depth }
+}
+
+export const verifyCallerToken = async (
+  token: string,
+  key: Uint8Array,
+  nowMs: number
+): Promise<CallerClaims | CallerTokenProblem> => {
+  try {
+    const { payload } = await jwtVerify(token, key, {
+      algorithms: ["HS256"],
+      audience: "pinboard",
+      requiredClaims: ["iss", "sub", "iat", "exp"],
+      clockTolerance: CALLER_CLOCK_TOLERANCE_S,
+      currentDate: new Date(nowMs)
+    })
+    return claimsOf(payload) ?? "invalid"
+  } catch (error) {
+    return error instanceof errors.JWTExpired ? "expired" : "invalid"
+  }
+}
