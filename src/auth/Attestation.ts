@@ -2,7 +2,7 @@
 // worker that the request came through Pinboard, for which placement, at what depth, and for
 // whom. Signed synchronously with the key derived once: the forward waits on nothing for it.
 // (jose's signers are asynchronous; tests verify these tokens with jose's jwtVerify.)
-import { createHmac } from "node:crypto"
+import { createHmac, createSecretKey } from "node:crypto"
 
 export interface AttestationClaims {
   /** The worker the forward goes to (`aud`). */
@@ -23,7 +23,12 @@ const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toStrin
 
 export type AttestationSigner = (claims: AttestationClaims, nowMs: number) => string
 
-export const makeAttestationSigner = (key: Uint8Array): AttestationSigner => (claims, nowMs) => {
+export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner => {
+  const key = createSecretKey(keyBytes)
+  return (claims, nowMs) => signWith(key, claims, nowMs)
+}
+
+const signWith = (key: ReturnType<typeof createSecretKey>, claims: AttestationClaims, nowMs: number): string => {
   const iat = Math.floor(nowMs / 1000)
   const payload: Record<string, unknown> = {
     iss: "pinboard",
