@@ -1,0 +1,218 @@
+// The worker's activations (DESIGN 10): one live activation per id, made on the first request
+// Pinboard sends for it, replaced when a request arrives with a newer epoch, evicted (and its
+// placement released at its epoch) after an idle spell, wound down when Pinboard asks, and
+// dropped all at once when the lease can no longer be trusted. Requests, open WebSockets and
+// background tasks all count as use: an activation with any of them is never idle.
+import type { WebSocket } from "ws"
+import type { ActivationContext, CallInstance, DeactivateReason, InstanceDefinition } from "./Definition.js"
+import { DEFAULT_IDLE_TIMEOUT_MS } from "./Definition.js"
+import { compareEpochs } from "./Epochs.js"
+import type { WindDownEntry } from "./RegistryClient.js"
+
+export interface ActivationsOptions {
+  readonly worker: string
+  /** The worker's clock (Clock's time, so TestClock drives eviction). */
+  readonly now: () => number
+  /** Releases a placement at its epoch (registry `POST /registry/release`). */
+  readonly release: (namespace: string, id: string, epoch: string) => Promise<unknown>
+  /** `call` on behalf of an instance at a depth. */
+  readonly callFrom: (namespace: string, id: string, epoch: string, depth: number) => CallInstance
+  readonly log: (message: string, error?: unknown) => void
+}
+
+/** Time a wind-down hook may take, kept short of Pinboard's deadline. */
+export const WIND_DOWN_MARGIN_MS = 1_000
+
+export class Activation {
+  /** Requests in progress, open WebSockets and background tasks. */
+  uses = 0
+  lastUsedAt: number
+  windingDown = false
+  closing: Promise<void> | undefined
+  readonly sockets = new Set<WebSocket>()
+  state: unknown
+  ready!: Promise<unknown>
+
+  constructor(
+    readonly key: string,
+    readonly definition: InstanceDefinition<unknown>,
+    readonly context: ActivationContext,
+    /** Aborts `context.signal`: the activation is being torn down. */
+    readonly controller: AbortController,
+    now: number
+  ) {
+    this.lastUsedAt = now
+  }
+
+  get epoch(): string {
+    return this.context.epoch
+  }
+}
+
+export class Activations {
+  private readonly live = new Map<string, Activation>()
+
+  constructor(
+    private readonly definitions: ReadonlyMap<string, InstanceDefinition<unknown>>,
+    private readonly options: ActivationsOptions
+  ) {}
+
+  get size(): number {
+    return this.live.size
+  }
+
+  /** The live activation of an id, if any (for tests and introspection). */
+  find(namespace: string, id: string): Activation | undefined {
+    return this.live.get(keyOf(namespace, id))
+  }
+
+  /**
+   * The activation for a request attested at `epoch`, counted as in use until `leave`.
+   * Undefined when there is none and `mayActivate` says no new one may be made now.
+   */
+  async enter(namespace: string, id: string, epoch: string, mayActivate: () => boolean): Promise<Activation | undefined> {
+    const key = keyOf(namespace, id)
+    for (;;) {
+      const current = this.live.get(key)
+      if (current?.closing !== undefined) {
+        await current.closing
+        continue
+      }
+      if (current !== undefined && compareEpochs(epoch, current.epoch) > 0) {
+        await this.teardown(current, "replaced", false)
+        continue
+      }
+      if (current !== undefined) {
+        current.uses++
+        await current.ready.catch((error: unknown) => {
+          this.leave(current)
+          throw error
+        })
+        return current
+      }
+      if (!mayActivate()) return undefined
+      const activation = this.create(key, namespace, id, epoch)
+      activation.uses++
+      await activation.ready.catch((error: unknown) => {
+        this.leave(activation)
+        throw error
+      })
+      return activation
+    }
+  }
+
+  leave(activation: Activation): void {
+    activation.uses--
+    activation.lastUsedAt = this.options.now()
+  }
+
+  /** Evicts activations idle for their definition's timeout, releasing each at its epoch. */
+  sweepIdle(): Promise<unknown> {
+    const now = this.options.now()
+    const idle = [...this.live.values()].filter(
+      (a) =>
+        a.closing === undefined &&
+        a.uses === 0 &&
+        now - a.lastUsedAt >= (a.definition.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS)
+    )
+    return Promise.all(idle.map((a) => this.teardown(a, "idle", true)))
+  }
+
+  /** Placements Pinboard listed for wind-down: the hook runs, then the placement is released. */
+  windDown(entries: ReadonlyArray<WindDownEntry>): void {
+    for (const entry of entries) {
+      const activation = this.live.get(keyOf(entry.namespace, entry.id))
+      if (activation === undefined || activation.epoch !== entry.epoch || activation.windingDown || activation.closing) continue
+      activation.windingDown = true
+      const budgetMs = Math.max(0, entry.deadline - this.options.now() - WIND_DOWN_MARGIN_MS)
+      void this.windDownOne(activation, new Date(entry.deadline), budgetMs)
+    }
+  }
+
+  /** Tears every activation down (lease lost or unhealthy, shutdown); nothing is released. */
+  dropAll(reason: DeactivateReason): Promise<unknown> {
+    return Promise.all([...this.live.values()].map((a) => this.teardown(a, reason, false)))
+  }
+
+  private async windDownOne(activation: Activation, deadline: Date, budgetMs: number): Promise<void> {
+    const hook = activation.definition.windDown
+    if (hook !== undefined) {
+      let timer: NodeJS.Timeout | undefined
+      try {
+        const state = await activation.ready
+        await Promise.race([
+          Promise.resolve(hook(state, deadline, activation.context)),
+          new Promise((resolve) => (timer = setTimeout(resolve, budgetMs)))
+        ])
+      } catch (error) {
+        this.options.log(`wind-down hook of ${activation.key} failed`, error)
+      } finally {
+        clearTimeout(timer)
+      }
+    }
+    await this.teardown(activation, "wind-down", true)
+  }
+
+  private create(key: string, namespace: string, id: string, epoch: string): Activation {
+    const definition = this.definitions.get(namespace)
+    if (definition === undefined) throw new Error(`no instance definition for ${namespace}`)
+    const controller = new AbortController()
+    let activation: Activation
+    const context: ActivationContext = {
+      namespace,
+      id,
+      epoch,
+      worker: this.options.worker,
+      signal: controller.signal,
+      background: (task) => {
+        activation.uses++
+        Promise.resolve()
+          .then(() => task(controller.signal))
+          .catch((error: unknown) => {
+            if (!controller.signal.aborted) this.options.log(`background task of ${key} failed`, error)
+          })
+          .finally(() => this.leave(activation))
+      },
+      call: this.options.callFrom(namespace, id, epoch, 0)
+    }
+    activation = new Activation(key, definition, context, controller, this.options.now())
+    activation.ready = Promise.resolve()
+      .then(() => definition.activate(context))
+      .then((state) => (activation.state = state))
+    activation.ready.catch((error: unknown) => {
+      this.options.log(`activate of ${key} failed`, error)
+      void this.teardown(activation, "failed", true)
+    })
+    this.live.set(key, activation)
+    return activation
+  }
+
+  private teardown(activation: Activation, reason: DeactivateReason, release: boolean): Promise<void> {
+    activation.closing ??= (async () => {
+      activation.controller.abort()
+      for (const socket of activation.sockets) socket.close(1012, "activation ended")
+      const state = await activation.ready.then(
+        (state) => ({ state }),
+        () => undefined
+      )
+      if (state !== undefined && activation.definition.deactivate !== undefined) {
+        try {
+          await activation.definition.deactivate(state.state, reason, activation.context)
+        } catch (error) {
+          this.options.log(`deactivate of ${activation.key} failed`, error)
+        }
+      }
+      if (this.live.get(activation.key) === activation) this.live.delete(activation.key)
+      if (release) {
+        const [namespace, id] = activation.key.split(" ") as [string, string]
+        await this.options.release(namespace, id, activation.epoch).catch((error: unknown) => {
+          this.options.log(`release of ${activation.key} at epoch ${activation.epoch} failed`, error)
+        })
+      }
+    })()
+    return activation.closing
+  }
+}
+
+/** Namespaces and ids hold no space. */
+const keyOf = (namespace: string, id: string): string => `${namespace} ${id}`

@@ -1,0 +1,46 @@
+// The worker's side of `Pinboard-Attestation` (DESIGN 7): verified with jose against the key
+// derived from the deployment token, for this worker (`aud`). Anything else did not come
+// through Pinboard.
+import { jwtVerify } from "jose"
+import type { RequestIdentity } from "./Definition.js"
+
+export interface Attested extends RequestIdentity {
+  readonly namespace: string
+  readonly id: string
+  readonly epoch: string
+}
+
+/** Clock skew allowed between Pinboard and the worker. */
+const CLOCK_TOLERANCE_S = 5
+
+export const verifyAttestation = async (
+  token: string | Array<string> | undefined,
+  key: Uint8Array,
+  worker: string,
+  nowMs: number
+): Promise<Attested | undefined> => {
+  if (typeof token !== "string") return undefined
+  try {
+    const { payload } = await jwtVerify(token, key, {
+      algorithms: ["HS256"],
+      issuer: "pinboard",
+      audience: worker,
+      requiredClaims: ["exp", "iat"],
+      clockTolerance: CLOCK_TOLERANCE_S,
+      currentDate: new Date(nowMs)
+    })
+    const { ns, id, epoch, depth, sub, scope, caller } = payload
+    if (typeof ns !== "string" || typeof id !== "string" || typeof epoch !== "string" || typeof depth !== "number") return undefined
+    return {
+      namespace: ns,
+      id,
+      epoch,
+      depth,
+      subject: typeof sub === "string" ? sub : undefined,
+      scopes: typeof scope === "string" ? scope.split(" ").filter((s) => s !== "") : [],
+      caller: typeof caller === "string" ? caller : undefined
+    }
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,90 @@
+// Epoch-fenced durable state for instances (DESIGN 10). Fencing is only real where storage
+// checks it: an activation that lost its id may still be running, so every write and delete
+// presents the writer's placement epoch, and one Lua script refuses it when the key already
+// holds a newer epoch. The new owner's data cannot be overwritten by the old one.
+import type { Cluster, Redis } from "ioredis"
+import { assertEpoch } from "./Epochs.js"
+
+/** A write or delete presented an epoch older than the one the key already holds. */
+export class StaleEpochError extends Error {
+  override readonly name = "StaleEpochError"
+  constructor(
+    readonly key: string,
+    readonly presented: string,
+    readonly stored: string
+  ) {
+    super(`stale epoch for key ${JSON.stringify(key)}: presented ${presented}, stored ${stored}`)
+  }
+}
+
+// KEYS[1]: the key's hash {epoch, value}. ARGV: presented epoch, "write" | "delete", value.
+// Epochs stay strings (they pass 2^53; see Epochs.ts): longer is newer, then lexical order.
+// A delete removes the value but keeps (and advances) the epoch, so the fence survives it.
+const FENCED_SCRIPT = `
+local presented = ARGV[1]
+local stored = redis.call("HGET", KEYS[1], "epoch")
+if stored and (#presented < #stored or (#presented == #stored and presented < stored)) then
+  return {"stale", stored}
+end
+if ARGV[2] == "write" then
+  redis.call("HSET", KEYS[1], "epoch", presented, "value", ARGV[3])
+else
+  redis.call("HDEL", KEYS[1], "value")
+  redis.call("HSET", KEYS[1], "epoch", presented)
+end
+return {"ok"}
+`
+
+const COMMAND = "pinboardFencedWrite"
+type FencedCommand = (key: string, epoch: string, op: "write" | "delete", value: string | Buffer) => Promise<[string, string?]>
+
+export interface FencedStoreOptions {
+  /** Key prefix; a key is stored at `${prefix}:{${key}}`. Default `"pbf"`. */
+  readonly prefix?: string
+}
+
+export class FencedStore {
+  private readonly prefix: string
+  private readonly fenced: FencedCommand
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    options: FencedStoreOptions = {}
+  ) {
+    this.prefix = options.prefix ?? "pbf"
+    // ioredis calls a defined command by sha (EVALSHA) and loads it again on NOSCRIPT.
+    redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: FENCED_SCRIPT })
+    const command = (redis as unknown as Record<string, FencedCommand>)[COMMAND]!
+    this.fenced = command.bind(redis)
+  }
+
+  /** Stores `value` at `key` unless the key holds a newer epoch (then StaleEpochError). */
+  async write(key: string, value: string | Buffer, epoch: string): Promise<void> {
+    assertEpoch(epoch)
+    await this.run(key, epoch, "write", value)
+  }
+
+  /** The value and the epoch that wrote it; undefined if never written or deleted. */
+  async read(key: string): Promise<{ value: Buffer; epoch: string } | undefined> {
+    const [epoch, value] = await this.redis.hmgetBuffer(this.redisKey(key), "epoch", "value")
+    if (epoch == null || value == null) return undefined
+    return { value, epoch: epoch.toString() }
+  }
+
+  /** Deletes the value, fenced like write; the epoch stays so older owners remain fenced out. */
+  async delete(key: string, epoch: string): Promise<void> {
+    assertEpoch(epoch)
+    await this.run(key, epoch, "delete")
+  }
+
+  private async run(key: string, epoch: string, op: "write" | "delete", value?: string | Buffer): Promise<void> {
+    const redisKey = this.redisKey(key)
+    const [outcome, stored] = await this.fenced(redisKey, epoch, op, value ?? "")
+    if (outcome === "stale") throw new StaleEpochError(key, epoch, stored!)
+  }
+
+  /** Hash-tagged on the caller's key: on a Cluster the slot follows the key, not the prefix. */
+  private redisKey(key: string): string {
+    return `${this.prefix}:{${key}}`
+  }
+}

@@ -1,0 +1,142 @@
+// The worker's node:http side (DESIGN 10): every request and upgrade must carry a valid
+// `Pinboard-Attestation` for this worker (else 401); a new activation while the lease is
+// unhealthy is refused with the seed's in-band refusal (503, `Pinned-Refusal:
+// lease-unhealthy`) so Pinboard places the id elsewhere; the rest of the path goes to the
+// definition's routes.
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
+import type { WebSocketServer } from "ws"
+import type { Activation, Activations } from "./Activations.js"
+import { verifyAttestation, type Attested } from "./Attestation.js"
+import type { Caller } from "./Call.js"
+import type { CallInstance, InstanceDefinition, InstanceRequest, RouteHandler } from "./Definition.js"
+
+export interface HandlerDeps {
+  readonly worker: string
+  readonly key: Uint8Array
+  /** The advertiseUrl's path, which Pinboard puts before `/{namespace}/{id}`. */
+  readonly prefix: string
+  readonly now: () => number
+  readonly definitions: ReadonlyMap<string, InstanceDefinition<unknown>>
+  readonly activations: Activations
+  readonly leaseHealthy: () => boolean
+  readonly callAs: (caller: Caller) => CallInstance
+  readonly webSockets: WebSocketServer
+  readonly log: (message: string, error?: unknown) => void
+}
+
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers }).end(text)
+}
+
+const REFUSAL = { "pinned-refusal": "lease-unhealthy", "retry-after": "1" }
+
+/** The path after `/{namespace}/{id}` and the query, when the URL is the one Pinboard forwards for them. */
+const restOf = (url: string, prefix: string, attested: Attested): { path: string; query: URLSearchParams } | undefined => {
+  const base = `${prefix}${attested.namespace}/${attested.id}`
+  if (!url.startsWith(base)) return undefined
+  const rest = url.slice(base.length)
+  if (rest !== "" && rest[0] !== "/" && rest[0] !== "?") return undefined
+  const q = rest.indexOf("?")
+  const path = q === -1 ? rest : rest.slice(0, q)
+  return { path: path === "" ? "/" : path, query: new URLSearchParams(q === -1 ? "" : rest.slice(q + 1)) }
+}
+
+type Admitted =
+  | { readonly _tag: "Admitted"; readonly request: InstanceRequest<unknown>; readonly activation: Activation; readonly definition: InstanceDefinition<unknown> }
+  | { readonly _tag: "Refused"; readonly status: number; readonly error: string; readonly headers?: Record<string, string> }
+
+const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted> => {
+  const attested = await verifyAttestation(req.headers["pinboard-attestation"], deps.key, deps.worker, deps.now())
+  if (attested === undefined) return { _tag: "Refused", status: 401, error: "missing or invalid Pinboard-Attestation" }
+  const definition = deps.definitions.get(attested.namespace)
+  const rest = restOf(req.url ?? "/", deps.prefix, attested)
+  if (definition === undefined || rest === undefined) return { _tag: "Refused", status: 404, error: "not found" }
+  const activation = await deps.activations.enter(attested.namespace, attested.id, attested.epoch, deps.leaseHealthy)
+  if (activation === undefined) return { _tag: "Refused", status: 503, error: "lease unhealthy", headers: REFUSAL }
+  const { namespace, id } = attested
+  const request: InstanceRequest<unknown> = {
+    req,
+    state: activation.state,
+    activation: activation.context,
+    path: rest.path,
+    query: rest.query,
+    depth: attested.depth,
+    subject: attested.subject,
+    scopes: attested.scopes,
+    caller: attested.caller,
+    call: deps.callAs({ worker: deps.worker, namespace, id, epoch: activation.epoch, depth: attested.depth })
+  }
+  return { _tag: "Admitted", request, activation, definition }
+}
+
+const routeOf = (definition: InstanceDefinition<unknown>, method: string, path: string): RouteHandler<unknown> | undefined =>
+  definition.routes?.[`${method} ${path}`] ?? definition.routes?.[`* ${path}`] ?? definition.fetch
+
+export const handleRequest = async (deps: HandlerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  let admitted: Admitted
+  try {
+    admitted = await admit(deps, req)
+  } catch (error) {
+    deps.log(`${req.method} ${req.url}: activation failed`, error)
+    return json(res, 500, { error: "activation failed" })
+  }
+  if (admitted._tag === "Refused") return json(res, admitted.status, { error: admitted.error }, admitted.headers)
+  const { request, activation, definition } = admitted
+  res.once("close", () => deps.activations.leave(activation))
+  const route = routeOf(definition, req.method ?? "GET", request.path)
+  if (route === undefined) return json(res, 404, { error: "not found" })
+  try {
+    await route(request, res)
+  } catch (error) {
+    deps.log(`${req.method} ${req.url}: handler failed`, error)
+    if (!res.headersSent) json(res, 500, { error: "internal error" })
+    else res.destroy()
+  }
+}
+
+const bareStatus = (socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}) => {
+  let head = `HTTP/1.1 ${status} ${reason}\r\n`
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
+  socket.end(`${head}connection: close\r\ncontent-length: 0\r\n\r\n`)
+}
+
+const REASONS: Record<number, string> = { 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable" }
+
+export const handleUpgrade = async (deps: HandlerDeps, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+  socket.on("error", () => socket.destroy())
+  let admitted: Admitted
+  try {
+    admitted = await admit(deps, req)
+  } catch (error) {
+    deps.log(`upgrade ${req.url}: activation failed`, error)
+    return bareStatus(socket, 500, REASONS[500]!)
+  }
+  if (admitted._tag === "Refused") return bareStatus(socket, admitted.status, REASONS[admitted.status]!, admitted.headers)
+  const { request, activation, definition } = admitted
+  if (definition.webSocket === undefined || activation.closing !== undefined) {
+    deps.activations.leave(activation)
+    return bareStatus(socket, 404, REASONS[404]!)
+  }
+  const onSocket = definition.webSocket
+  // A malformed upgrade is answered by ws without calling back: the use ends with the socket.
+  let opened = false
+  socket.once("close", () => {
+    if (!opened) deps.activations.leave(activation)
+  })
+  deps.webSockets.handleUpgrade(req, socket, head, (ws) => {
+    opened = true
+    activation.sockets.add(ws)
+    ws.once("close", () => {
+      activation.sockets.delete(ws)
+      deps.activations.leave(activation)
+    })
+    try {
+      onSocket(ws, request)
+    } catch (error) {
+      deps.log(`upgrade ${req.url}: handler failed`, error)
+      ws.close(1011, "handler failed")
+    }
+  })
+}

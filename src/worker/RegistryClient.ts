@@ -1,0 +1,105 @@
+// The registry API as a worker calls it (DESIGN 4, docs/registry-api.md): register,
+// heartbeat, release, deregister. Promise-based; the lease keeper adds the schedules.
+
+export interface Registration {
+  readonly incarnation: string
+  readonly leaseMs: number
+  readonly heartbeatMs: number
+}
+
+export interface WindDownEntry {
+  readonly namespace: string
+  readonly id: string
+  readonly env: string
+  readonly epoch: string
+  /** Pinboard's clock, ms since the epoch. */
+  readonly deadline: number
+}
+
+export type HeartbeatAnswer =
+  | { readonly _tag: "Renewed"; readonly windDown: ReadonlyArray<WindDownEntry> }
+  | { readonly _tag: "LeaseLost" }
+
+export interface WorkerStatus {
+  readonly headroom: number
+  readonly draining: boolean
+}
+
+/** What a worker needs from the registry; tests may give their own. */
+export interface RegistryClient {
+  readonly register: (status: WorkerStatus) => Promise<Registration>
+  readonly heartbeat: (incarnation: string, status: WorkerStatus) => Promise<HeartbeatAnswer>
+  /** True when released, false when the placement had already moved on. */
+  readonly release: (namespace: string, id: string, epoch: string) => Promise<boolean>
+  readonly deregister: (incarnation: string) => Promise<void>
+}
+
+export class RegistryCallFailed extends Error {
+  override readonly name = "RegistryCallFailed"
+}
+
+/** Each call gives up after this long; the lease keeper retries. */
+const CALL_TIMEOUT_MS = 2_000
+
+export interface HttpRegistryOptions {
+  /** Pinboard's base URL, e.g. `http://pinboard:8080`. */
+  readonly pinboard: string
+  readonly token: string
+  readonly worker: string
+  readonly advertiseUrl: string
+  readonly namespaces: ReadonlyArray<string>
+}
+
+export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient => {
+  const base = options.pinboard.replace(/\/+$/, "")
+  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> => {
+    let response: Response
+    try {
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${options.token}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(CALL_TIMEOUT_MS)
+      })
+    } catch (error) {
+      throw new RegistryCallFailed(`${method} ${path}: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    const text = await response.text()
+    const json: unknown = text === "" ? undefined : JSON.parse(text)
+    return { status: response.status, json }
+  }
+  const unexpected = (what: string, answer: { status: number; json: unknown }) =>
+    new RegistryCallFailed(`${what}: ${answer.status} ${JSON.stringify(answer.json)}`)
+  const workerPath = `/registry/workers/${encodeURIComponent(options.worker)}`
+
+  return {
+    register: async (status) => {
+      const answer = await call("POST", "/registry/workers", {
+        worker: options.worker,
+        advertiseUrl: options.advertiseUrl,
+        namespaces: options.namespaces,
+        headroom: status.headroom,
+        draining: status.draining
+      })
+      if (answer.status !== 200) throw unexpected("register", answer)
+      const { incarnation, leaseMs, heartbeatMs } = answer.json as Registration
+      return { incarnation, leaseMs, heartbeatMs }
+    },
+    heartbeat: async (incarnation, status) => {
+      const answer = await call("POST", `${workerPath}/heartbeat`, { incarnation, headroom: status.headroom, draining: status.draining })
+      if (answer.status === 410) return { _tag: "LeaseLost" }
+      if (answer.status !== 200) throw unexpected("heartbeat", answer)
+      return { _tag: "Renewed", windDown: (answer.json as { windDown: ReadonlyArray<WindDownEntry> }).windDown }
+    },
+    release: async (namespace, id, epoch) => {
+      const answer = await call("POST", "/registry/release", { namespace, id, epoch })
+      if (answer.status === 200) return true
+      if (answer.status === 409) return false
+      throw unexpected("release", answer)
+    },
+    deregister: async (incarnation) => {
+      const answer = await call("DELETE", `${workerPath}?incarnation=${encodeURIComponent(incarnation)}`)
+      if (answer.status !== 204) throw unexpected("deregister", answer)
+    }
+  }
+}

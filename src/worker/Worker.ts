@@ -1,0 +1,172 @@
+// A Pinboard worker (DESIGN 10): a node:http server hosting instance definitions, a lease kept
+// with Pinboard, idle eviction, wind-down, and a graceful stop. `startWorker` is the Promise
+// API; `makeWorker` is the same as an Effect, so tests can run it on TestClock.
+import http, { type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+import { Duration, Effect, Exit, Schedule, Scope } from "effect"
+import { WebSocketServer } from "ws"
+import { attestationKey } from "../auth/AttestationKey.js"
+import { Activations } from "./Activations.js"
+import { makeCall } from "./Call.js"
+import type { InstanceDefinition } from "./Definition.js"
+import { handleRequest, handleUpgrade } from "./Handler.js"
+import { keepLease } from "./Lease.js"
+import { httpRegistryClient, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
+
+export interface WorkerOptions {
+  /** Pinboard's base URL, e.g. `http://pinboard:8080`. */
+  readonly pinboard: string
+  /** The deployment token (registry calls, and the attestation key derived from it). */
+  readonly token: string
+  /** This worker's id: `[A-Za-z0-9._~-]{1,128}`, unique in the fleet. */
+  readonly worker: string
+  /** Instance definitions by namespace (`"/threads"`). */
+  readonly instances: Readonly<Record<string, InstanceDefinition<any>>>
+  /** Listening port; default 0 (any free port). */
+  readonly port?: number
+  /** Listening address; default `127.0.0.1`. */
+  readonly host?: string
+  /** Where Pinboard reaches this worker; default `http://<host>:<port>`. */
+  readonly advertiseUrl?: string
+  /** Capacity left, reported on each heartbeat; default: free activation slots, less under event-loop delay. */
+  readonly headroom?: () => number
+  /** The default headroom's capacity; default 1000 activations. */
+  readonly maxActivations?: number
+  /** How long before the lease end the worker stops serving; default a fifth of the lease. */
+  readonly leaseSafetyMarginMs?: number
+  /** How long `stop` waits for requests in progress; default 10 s. */
+  readonly shutdownGraceMs?: number
+  /** The registry client; default the HTTP API at `pinboard` (tests may give their own). */
+  readonly registry?: RegistryClient
+  readonly log?: (message: string, error?: unknown) => void
+}
+
+/** A running worker, as `makeWorker` gives it: closing its scope stops it. */
+export interface RunningWorker {
+  readonly worker: string
+  readonly url: string
+  readonly port: number
+  readonly server: Server
+  readonly activations: Activations
+  /** True while the lease is healthy: new activations are taken. */
+  readonly healthy: () => boolean
+}
+
+export interface PinboardWorker extends RunningWorker {
+  /** Drains, waits for requests in progress, deactivates everything, deregisters, closes. */
+  readonly stop: () => Promise<void>
+}
+
+/** Mean event-loop delay at which the default headroom reaches zero. */
+const SATURATED_DELAY_MS = 100
+const IDLE_SWEEP = Schedule.spaced(Duration.seconds(1))
+
+const defaultLog = (message: string, error?: unknown) =>
+  console.error(`pinboard worker: ${message}${error === undefined ? "" : `: ${error instanceof Error ? error.message : String(error)}`}`)
+
+export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, Scope.Scope> =>
+  Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const log = options.log ?? defaultLog
+    const key = attestationKey(options.token)
+    const definitions = new Map(Object.entries(options.instances) as Array<[string, InstanceDefinition<unknown>]>)
+    const host = options.host ?? "127.0.0.1"
+
+    const server = http.createServer()
+    yield* Effect.acquireRelease(
+      Effect.async<void, Error>((resume) => {
+        server.once("error", (error) => resume(Effect.fail(error)))
+        server.listen(options.port ?? 0, host, () => resume(Effect.void))
+      }),
+      () => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))))
+    )
+    const port = (server.address() as AddressInfo).port
+    const advertiseUrl = options.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+    const prefix = new URL(advertiseUrl).pathname.replace(/\/+$/, "")
+    const registry =
+      options.registry ??
+      httpRegistryClient({ pinboard: options.pinboard, token: options.token, worker: options.worker, advertiseUrl, namespaces: [...definitions.keys()] })
+    const callAs = makeCall(options.pinboard, key, now)
+
+    const activations = new Activations(definitions, {
+      worker: options.worker,
+      now,
+      release: registry.release,
+      callFrom: (namespace, id, epoch, depth) => callAs({ worker: options.worker, namespace, id, epoch, depth }),
+      log
+    })
+
+    const delay = monitorEventLoopDelay({ resolution: 20 })
+    delay.enable()
+    yield* Effect.addFinalizer(() => Effect.sync(() => delay.disable()))
+    const maxActivations = options.maxActivations ?? 1000
+    const defaultHeadroom = () => {
+      const meanMs = delay.mean / 1e6
+      delay.reset()
+      const free = Math.max(0, maxActivations - activations.size)
+      return Math.floor(free * Math.max(0, 1 - (Number.isNaN(meanMs) ? 0 : meanMs) / SATURATED_DELAY_MS))
+    }
+    let draining = false
+    const status = (): WorkerStatus => ({ headroom: Math.max(0, (options.headroom ?? defaultHeadroom)()), draining })
+
+    const lease = yield* keepLease(
+      registry,
+      {
+        dropAll: (reason) => Effect.promise(() => activations.dropAll(reason)),
+        windDown: (entries) => Effect.sync(() => activations.windDown(entries)),
+        status
+      },
+      options.leaseSafetyMarginMs === undefined ? {} : { safetyMarginMs: options.leaseSafetyMarginMs }
+    )
+    yield* Effect.forkScoped(Effect.repeat(Effect.promise(() => activations.sweepIdle()), IDLE_SWEEP))
+
+    const webSockets = new WebSocketServer({ noServer: true })
+    const deps = { worker: options.worker, key, prefix, now, definitions, activations, leaseHealthy: lease.healthy, callAs, webSockets, log }
+    let inFlight = 0
+    let drained: (() => void) | undefined
+    server.on("request", (req, res) => {
+      inFlight++
+      res.once("close", () => {
+        if (--inFlight === 0) drained?.()
+      })
+      void handleRequest(deps, req, res)
+    })
+    server.on("upgrade", (req, socket, head) => void handleUpgrade(deps, req, socket, head))
+
+    const graceMs = options.shutdownGraceMs ?? 10_000
+    const stopping = Effect.gen(function* () {
+      draining = true
+      server.close()
+      server.closeIdleConnections()
+      const allOver = Effect.async<void>((resume) => {
+        if (inFlight === 0) return resume(Effect.void)
+        drained = () => resume(Effect.void)
+      })
+      yield* Effect.timeout(allOver, graceMs).pipe(Effect.ignore)
+      yield* Effect.promise(() => activations.dropAll("shutdown"))
+      yield* lease.deregister
+    })
+    yield* Effect.addFinalizer(() => stopping)
+
+    return {
+      worker: options.worker,
+      url: advertiseUrl,
+      port,
+      server,
+      activations,
+      healthy: lease.healthy
+    }
+  })
+
+/** Starts a worker: listens, registers with Pinboard, and serves until `stop()`. */
+export const startWorker = async (options: WorkerOptions): Promise<PinboardWorker> => {
+  const scope = Effect.runSync(Scope.make())
+  const worker = await Effect.runPromise(Scope.extend(makeWorker(options), scope)).catch(async (error: unknown) => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw error
+  })
+  let stopped: Promise<void> | undefined
+  return { ...worker, stop: () => (stopped ??= Effect.runPromise(Scope.close(scope, Exit.void))) }
+}

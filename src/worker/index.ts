@@ -1,0 +1,16 @@
+// The Pinboard worker library: `import { startWorker, defineInstance } from "pinboard/worker"`.
+// Guide: docs/worker.md.
+export { makeWorker, startWorker, type PinboardWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
+export {
+  defineInstance,
+  type ActivationContext,
+  type CallInstance,
+  type DeactivateReason,
+  type InstanceDefinition,
+  type InstanceRequest,
+  type RequestIdentity,
+  type RouteHandler
+} from "./Definition.js"
+export { compareEpochs, isEpoch } from "./Epochs.js"
+export { FencedStore, StaleEpochError } from "./FencedStore.js"
+export { httpRegistryClient, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"

@@ -1,0 +1,74 @@
+// Epoch order (DESIGN 11): decimal strings of any size, compared as numbers without
+// ever becoming numbers.
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import { compareEpochs, isEpoch } from "../../src/worker/Epochs.js"
+
+const EPOCH_PATTERN = /^(0|[1-9][0-9]*)$/
+const sign = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** Small values (many equal lengths and ties) mixed with values far beyond 2^64. */
+const epochArb = fc.oneof(fc.bigInt({ min: 0n, max: 1000n }), fc.bigInt({ min: 0n, max: 2n ** 200n }))
+const badEpochArb = fc.oneof(
+  fc.constantFrom("", "01", "00", "-1", "+1", "1.0", "1e3", " 1", "1 ", "1\n", "0x1", "１", "NaN"),
+  fc.string({ maxLength: 30, unit: "binary" }).filter((s) => !EPOCH_PATTERN.test(s))
+)
+
+describe("compareEpochs", () => {
+  it("orders by magnitude, not by text", () => {
+    expect(compareEpochs("0", "0")).toBe(0)
+    expect(compareEpochs("0", "1")).toBe(-1)
+    expect(compareEpochs("9", "10")).toBe(-1)
+    expect(compareEpochs("10", "9")).toBe(1)
+    expect(compareEpochs("17", "17")).toBe(0)
+    expect(compareEpochs("100", "99")).toBe(1)
+    expect(compareEpochs("18446744073709551615", "18446744073709551617")).toBe(-1)
+    expect(compareEpochs("18446744073709551617", "9007199254740993")).toBe(1)
+    expect(compareEpochs("9007199254740993", "9007199254740992")).toBe(1)
+  })
+
+  it("throws a TypeError naming the bad value, in either position", () => {
+    expect(() => compareEpochs("01", "1")).toThrow(TypeError)
+    expect(() => compareEpochs("01", "1")).toThrow(`"01"`)
+    expect(() => compareEpochs("1", "-1")).toThrow(`"-1"`)
+    expect(() => compareEpochs("", "0")).toThrow(`""`)
+    expect(() => compareEpochs(7 as unknown as string, "0")).toThrow(/invalid epoch 7/)
+  })
+
+  it.prop("agrees with BigInt order", [epochArb, epochArb], ([a, b]) => {
+    expect(compareEpochs(String(a), String(b))).toBe(sign(a, b))
+  })
+
+  it.prop("is antisymmetric and reflexive", [epochArb, epochArb], ([a, b]) => {
+    expect(compareEpochs(String(a), String(b))).toBe(-compareEpochs(String(b), String(a)) || 0)
+    expect(compareEpochs(String(a), String(a))).toBe(0)
+  })
+
+  it.prop("sorts like BigInt (a total order)", [fc.array(epochArb, { maxLength: 30 })], ([values]) => {
+    const byEpoch = values.map(String).sort(compareEpochs)
+    const byBigInt = [...values].sort(sign).map(String)
+    expect(byEpoch).toStrictEqual(byBigInt)
+  })
+
+  it.prop("rejects anything that is not an epoch", [badEpochArb, epochArb], ([bad, good]) => {
+    expect(() => compareEpochs(bad, String(good))).toThrow(TypeError)
+    expect(() => compareEpochs(String(good), bad)).toThrow(TypeError)
+    expect(() => compareEpochs(bad, String(good))).toThrow(JSON.stringify(bad))
+  })
+})
+
+describe("isEpoch", () => {
+  it("accepts canonical decimal strings only", () => {
+    for (const good of ["0", "1", "17", "18446744073709551617"]) expect(isEpoch(good)).toBe(true)
+    for (const bad of ["", "01", "-1", "1.5", " 1", "1\n", "abc"]) expect(isEpoch(bad)).toBe(false)
+    expect(isEpoch(17 as unknown as string)).toBe(false)
+  })
+
+  it.prop("accepts every non-negative integer's decimal form", [epochArb], ([n]) => {
+    expect(isEpoch(String(n))).toBe(true)
+  })
+
+  it.prop("agrees with the pattern on any string", [fc.oneof(badEpochArb, epochArb.map(String))], ([s]) => {
+    expect(isEpoch(s)).toBe(EPOCH_PATTERN.test(s))
+  })
+})

@@ -1,0 +1,152 @@
+// The worker's lease on TestClock (DESIGN 4, 10): heartbeats every heartbeatMs, healthy while
+// the confirmed lease end less the safety margin is ahead, every activation dropped when it is
+// not, re-registration after 410, wind-down entries handed on, deregistration.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import { keepLease, type DropReason } from "../../src/worker/Lease.js"
+import type { HeartbeatAnswer, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
+
+const LEASE_MS = 3000
+const HEARTBEAT_MS = 1000
+const MARGIN_MS = LEASE_MS / 5
+
+/** Lets the promise chains of the fake registry settle. */
+const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zipRight(settle, settle))
+
+const fakeRegistry = () => {
+  const log: Array<string> = []
+  const state = { heartbeat: "ok" as "ok" | "fail" | "lost", windDown: [] as ReadonlyArray<WindDownEntry>, registrations: 0 }
+  const client: RegistryClient = {
+    register: async () => {
+      state.registrations++
+      log.push("register")
+      return { incarnation: `inc-${state.registrations}`, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS }
+    },
+    heartbeat: async (incarnation): Promise<HeartbeatAnswer> => {
+      log.push(`heartbeat ${incarnation} ${state.heartbeat}`)
+      if (state.heartbeat === "fail") throw new Error("connection refused")
+      if (state.heartbeat === "lost") return { _tag: "LeaseLost" }
+      return { _tag: "Renewed", windDown: state.windDown }
+    },
+    release: async () => true,
+    deregister: async (incarnation) => void log.push(`deregister ${incarnation}`)
+  }
+  return { client, log, state }
+}
+
+const start = (client: RegistryClient) => {
+  const drops: Array<DropReason> = []
+  const windDowns: Array<ReadonlyArray<WindDownEntry>> = []
+  return Effect.map(
+    keepLease(client, {
+      dropAll: (reason) => Effect.sync(() => void drops.push(reason)),
+      windDown: (entries) => Effect.sync(() => void windDowns.push(entries)),
+      status: () => ({ headroom: 5, draining: false })
+    }),
+    (lease) => ({ lease, drops, windDowns })
+  )
+}
+
+describe("the worker's lease", () => {
+  it.scoped("registers, then heartbeats every heartbeatMs and stays healthy", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      const { lease, drops } = yield* start(registry.client)
+      yield* settle
+      expect(lease.healthy()).toBe(true)
+      expect(lease.incarnation()).toBe("inc-1")
+      yield* advance(999)
+      expect(registry.log).toEqual(["register"])
+      yield* advance(1)
+      yield* advance(HEARTBEAT_MS)
+      yield* advance(HEARTBEAT_MS)
+      expect(registry.log.filter((l) => l.startsWith("heartbeat"))).toHaveLength(3)
+      yield* advance(10 * HEARTBEAT_MS)
+      expect(lease.healthy()).toBe(true)
+      expect(drops).toEqual([])
+    })
+  )
+
+  it.scoped("heartbeats failing: healthy until the lease end less the margin, then every activation dropped", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.heartbeat = "fail"
+      const { lease, drops } = yield* start(registry.client)
+      yield* settle
+      yield* advance(LEASE_MS - MARGIN_MS - 1)
+      expect(lease.healthy()).toBe(true)
+      expect(drops).toEqual([])
+      yield* advance(1)
+      expect(lease.healthy()).toBe(false)
+      expect(drops).toEqual(["lease-unhealthy"])
+      // Retries go on: once a heartbeat gets through, the lease is healthy again.
+      registry.state.heartbeat = "ok"
+      yield* advance(2000)
+      expect(lease.healthy()).toBe(true)
+      expect(registry.state.registrations).toBe(1)
+      expect(drops).toEqual(["lease-unhealthy"])
+    })
+  )
+
+  it.scoped("a 410 drops every activation and registers again", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      const { lease, drops } = yield* start(registry.client)
+      yield* settle
+      registry.state.heartbeat = "lost"
+      yield* advance(HEARTBEAT_MS)
+      expect(drops).toEqual(["lease-lost"])
+      expect(registry.state.registrations).toBe(2)
+      expect(lease.incarnation()).toBe("inc-2")
+      registry.state.heartbeat = "ok"
+      yield* advance(HEARTBEAT_MS)
+      expect(registry.log.at(-1)).toBe("heartbeat inc-2 ok")
+      expect(lease.healthy()).toBe(true)
+    })
+  )
+
+  it.scoped("hands on the heartbeat's wind-down entries", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      const entry: WindDownEntry = { namespace: "/threads", id: "t1", env: "", epoch: "4", deadline: 5000 }
+      registry.state.windDown = [entry]
+      const { windDowns } = yield* start(registry.client)
+      yield* settle
+      yield* advance(HEARTBEAT_MS)
+      expect(windDowns).toEqual([[entry]])
+    })
+  )
+
+  it.scoped("a custom safety margin moves the point of dropping", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.heartbeat = "fail"
+      const drops: Array<DropReason> = []
+      const lease = yield* keepLease(
+        registry.client,
+        { dropAll: (r) => Effect.sync(() => void drops.push(r)), windDown: () => Effect.void, status: () => ({ headroom: 1, draining: false }) },
+        { safetyMarginMs: 1500 }
+      )
+      yield* settle
+      yield* advance(1499)
+      expect(lease.healthy()).toBe(true)
+      yield* advance(1)
+      expect(drops).toEqual(["lease-unhealthy"])
+    })
+  )
+
+  it.scoped("deregisters with its incarnation and heartbeats no more", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      const { lease } = yield* start(registry.client)
+      yield* settle
+      yield* lease.deregister
+      expect(registry.log.at(-1)).toBe("deregister inc-1")
+      const before = registry.log.length
+      yield* advance(5 * HEARTBEAT_MS)
+      expect(registry.log.length).toBe(before)
+      expect(lease.healthy()).toBe(false)
+    })
+  )
+})

@@ -1,0 +1,228 @@
+// The assembled worker on TestClock, with a registry the test plays and real HTTP and
+// WebSocket clients (DESIGN 10): attestation required, one activation per id, routes and
+// request identity, idle eviction with release at the epoch, background tasks, replacement
+// by a newer epoch, refusal while the lease is unhealthy, and a graceful stop.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Scope, TestClock } from "effect"
+import WebSocket from "ws"
+import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
+import { attestationKey } from "../../src/auth/AttestationKey.js"
+import { defineInstance, type DeactivateReason } from "../../src/worker/Definition.js"
+import type { RegistryClient } from "../../src/worker/RegistryClient.js"
+import { makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
+
+const TOKEN = "worker-test-token"
+const WORKER = "w1"
+const LEASE_MS = 3000
+const IDLE_MS = 10_000
+const sign = makeAttestationSigner(attestationKey(TOKEN))
+
+const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zipRight(settle, settle))
+
+const fakeRegistry = () => {
+  const log: Array<string> = []
+  const state = { heartbeat: "ok" as "ok" | "fail" }
+  const client: RegistryClient = {
+    register: async () => ({ incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3 }),
+    heartbeat: async () => {
+      if (state.heartbeat === "fail") throw new Error("unreachable")
+      return { _tag: "Renewed", windDown: [] }
+    },
+    release: async (namespace, id, epoch) => {
+      log.push(`release ${namespace}/${id}@${epoch}`)
+      return true
+    },
+    deregister: async (incarnation) => void log.push(`deregister ${incarnation}`)
+  }
+  return { client, log, state }
+}
+
+/** A counter instance that records its lifecycle. */
+const counterWorld = () => {
+  const events: Array<string> = []
+  const counter = defineInstance({
+    activate: (ctx) => {
+      events.push(`activate ${ctx.id}@${ctx.epoch}`)
+      return { count: 0, ctx }
+    },
+    deactivate: (_state, reason: DeactivateReason, ctx) => void events.push(`deactivate ${ctx.id}@${ctx.epoch} ${reason}`),
+    routes: {
+      "POST /increment": (request, res) => {
+        request.state.count++
+        res.end(String(request.state.count))
+      },
+      "GET /who": (request, res) => {
+        res.setHeader("content-type", "application/json")
+        res.end(JSON.stringify({ depth: request.depth, subject: request.subject, scopes: request.scopes, caller: request.caller, path: request.path, q: request.query.get("q") }))
+      },
+      "POST /background": (request, res) => {
+        request.activation.background(
+          (signal) =>
+            new Promise<void>((resolve) => {
+              signal.addEventListener("abort", () => {
+                events.push(`background ${request.activation.id} aborted`)
+                resolve()
+              })
+            })
+        )
+        res.end("started")
+      }
+    },
+    webSocket: (socket) => socket.on("message", (data) => socket.send(data)),
+    idleTimeoutMs: IDLE_MS
+  })
+  return { events, counter }
+}
+
+const claims = (id: string, epoch: string, overrides: Partial<AttestationClaims> = {}): AttestationClaims => ({
+  worker: WORKER,
+  namespace: "/counters",
+  id,
+  epoch,
+  depth: 0,
+  principal: undefined,
+  caller: undefined,
+  ...overrides
+})
+
+const setup = Effect.gen(function* () {
+  const registry = fakeRegistry()
+  const world = counterWorld()
+  const worker: RunningWorker = yield* makeWorker({
+    pinboard: "http://127.0.0.1:1",
+    token: TOKEN,
+    worker: WORKER,
+    instances: { "/counters": world.counter },
+    registry: registry.client,
+    log: () => {}
+  })
+  yield* settle
+  const send = (path: string, attestation: AttestationClaims | string | undefined, method = "POST") =>
+    Effect.gen(function* () {
+      const now = yield* TestClock.currentTimeMillis
+      const headers: Record<string, string> = {}
+      if (attestation !== undefined) headers["pinboard-attestation"] = typeof attestation === "string" ? attestation : sign(attestation, now)
+      return yield* Effect.promise(async () => {
+        const response = await fetch(`${worker.url}${path}`, { method, headers })
+        return { status: response.status, headers: response.headers, text: await response.text() }
+      })
+    })
+  return { registry, worker, send, ...world }
+})
+
+describe("the worker's request handler", () => {
+  it.scoped("401 for anything that did not come through Pinboard", () =>
+    Effect.gen(function* () {
+      const { send, events } = yield* setup
+      expect((yield* send("/counters/c1/increment", undefined)).status).toBe(401)
+      expect((yield* send("/counters/c1/increment", "not.a.token")).status).toBe(401)
+      expect((yield* send("/counters/c1/increment", claims("c1", "1", { worker: "w2" }))).status).toBe(401)
+      const forged = makeAttestationSigner(attestationKey("another-token"))(claims("c1", "1"), 0)
+      expect((yield* send("/counters/c1/increment", forged)).status).toBe(401)
+      expect(events).toEqual([])
+    })
+  )
+
+  it.scoped("one activation per id: state kept across requests; routes get the attested identity", () =>
+    Effect.gen(function* () {
+      const { send, events } = yield* setup
+      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).text).toBe("1")
+      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).text).toBe("2")
+      expect((yield* send("/counters/c2/increment", claims("c2", "6"))).text).toBe("1")
+      expect(events).toEqual(["activate c1@5", "activate c2@6"])
+      const who = yield* send(
+        "/counters/c1/who?q=yes",
+        claims("c1", "5", { depth: 3, principal: { subject: "alice", scopes: ["a", "b"] }, caller: "/rooms/r1" }),
+        "GET"
+      )
+      expect(JSON.parse(who.text)).toEqual({ depth: 3, subject: "alice", scopes: ["a", "b"], caller: "/rooms/r1", path: "/who", q: "yes" })
+      expect((yield* send("/counters/c1/nothing", claims("c1", "5"))).status).toBe(404)
+      expect((yield* send("/other/c1/increment", claims("c1", "5", { namespace: "/other" }))).status).toBe(404)
+    })
+  )
+
+  it.scoped("idle eviction after idleTimeoutMs releases the placement at its epoch", () =>
+    Effect.gen(function* () {
+      const { send, events, registry } = yield* setup
+      yield* send("/counters/c1/increment", claims("c1", "5"))
+      yield* advance(IDLE_MS - 1000)
+      expect(events).toEqual(["activate c1@5"])
+      yield* advance(1000)
+      expect(events).toEqual(["activate c1@5", "deactivate c1@5 idle"])
+      expect(registry.log).toContain("release /counters/c1@5")
+      // A later request activates afresh.
+      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).text).toBe("1")
+    })
+  )
+
+  it.scoped("a background task keeps its activation from idle eviction, and is aborted at teardown", () =>
+    Effect.gen(function* () {
+      const { send, events, worker } = yield* setup
+      yield* send("/counters/c1/background", claims("c1", "5"))
+      yield* advance(3 * IDLE_MS)
+      expect(events).toEqual(["activate c1@5"])
+      yield* Effect.promise(() => worker.activations.dropAll("shutdown"))
+      expect(events).toEqual(["activate c1@5", "background c1 aborted", "deactivate c1@5 shutdown"])
+    })
+  )
+
+  it.scoped("a newer epoch replaces the activation; an older one is served by the current", () =>
+    Effect.gen(function* () {
+      const { send, events } = yield* setup
+      yield* send("/counters/c1/increment", claims("c1", "5"))
+      expect((yield* send("/counters/c1/increment", claims("c1", "10"))).text).toBe("1")
+      expect(events).toEqual(["activate c1@5", "deactivate c1@5 replaced", "activate c1@10"])
+      expect((yield* send("/counters/c1/increment", claims("c1", "9"))).text).toBe("2")
+    })
+  )
+
+  it.scoped("lease unhealthy: every activation dropped; new ones refused with 503 Pinned-Refusal", () =>
+    Effect.gen(function* () {
+      const { send, events, registry, worker } = yield* setup
+      yield* send("/counters/c1/increment", claims("c1", "5"))
+      registry.state.heartbeat = "fail"
+      yield* advance(LEASE_MS - LEASE_MS / 5)
+      expect(worker.healthy()).toBe(false)
+      expect(events).toContain("deactivate c1@5 lease-unhealthy")
+      const refused = yield* send("/counters/c1/increment", claims("c1", "5"))
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get("pinned-refusal")).toBe("lease-unhealthy")
+      registry.state.heartbeat = "ok"
+      yield* advance(2000)
+      expect(worker.healthy()).toBe(true)
+      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).status).toBe(200)
+    })
+  )
+
+  it.scoped("an open WebSocket counts as use; teardown closes it with 1012", () =>
+    Effect.gen(function* () {
+      const { events, worker } = yield* setup
+      const now = yield* TestClock.currentTimeMillis
+      const socket = new WebSocket(`${worker.url.replace("http", "ws")}/counters/c9/ws`, {
+        headers: { "pinboard-attestation": sign(claims("c9", "2"), now) }
+      })
+      yield* Effect.promise(() => new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject)))
+      const echoed = yield* Effect.promise(
+        () => new Promise<string>((resolve) => (socket.once("message", (data) => resolve(String(data))), socket.send("hi")))
+      )
+      expect(echoed).toBe("hi")
+      yield* advance(3 * IDLE_MS)
+      expect(events).toEqual(["activate c9@2"])
+      const closed = Effect.promise(() => new Promise<number>((resolve) => socket.once("close", (code) => resolve(code))))
+      yield* Effect.promise(() => worker.activations.dropAll("shutdown"))
+      expect(yield* closed).toBe(1012)
+    })
+  )
+
+  it.effect("stop: deactivates everything, then deregisters", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const { send, events, registry } = yield* Scope.extend(setup, scope)
+      yield* send("/counters/c1/increment", claims("c1", "5"))
+      yield* Scope.close(scope, Exit.void)
+      expect(events).toEqual(["activate c1@5", "deactivate c1@5 shutdown"])
+      expect(registry.log.at(-1)).toBe("deregister inc-1")
+    })
+  )
+})
