@@ -2,7 +2,7 @@
 //
 // Starts `node dist/main.js` (token `dev`, port from PORT or 8080; PINBOARD_LEASE_MS is
 // passed through), then two workers (dist/demo/worker.js) on free ports, waits past the
-// registry cold start, and prints curl lines to try.
+// registry cold start, and prints curl lines and a WebSocket watcher line to try.
 import { spawn, type ChildProcess } from "node:child_process"
 import { dirname, join } from "node:path"
 import { createInterface } from "node:readline"
@@ -110,6 +110,8 @@ const main = async () => {
   process.stdout.write(`  curl -s ${base}/t1/messages\n`)
   process.stdout.write(`  curl -s -X POST ${base}/t2/messages -d 'another thread'\n`)
   process.stdout.write(`  curl -s ${base}/t2/messages\n`)
+  log("and in another terminal, to watch t1's new messages over a WebSocket:")
+  process.stdout.write(`  node dist/demo/watch.js ws://${base}/t1/stream\n`)
   log("each thread stays on one worker (see \"worker\" and \"epoch\"). Ctrl-C to stop.")
 }
 

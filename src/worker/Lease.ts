@@ -5,7 +5,7 @@
 // clock skew between the two machines cannot stretch it. When the lease turns unhealthy, or
 // Pinboard answers 410, every activation is dropped before Pinboard could place its id
 // elsewhere; after a 410 the worker registers again. Runs on Clock: TestClock drives it.
-import { Clock, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
 import type { RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"
@@ -28,6 +28,8 @@ export interface Lease {
   /** True while new activations may be taken. */
   readonly healthy: () => boolean
   readonly incarnation: () => string | undefined
+  /** Completes once the first registration is through. */
+  readonly registered: Effect.Effect<void>
   /** Stops heartbeating and deregisters (every placement of this incarnation ends). */
   readonly deregister: Effect.Effect<void>
 }
@@ -51,6 +53,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     const clock = yield* Effect.clock
     let held: Held | undefined
     let dropped = true
+    const firstRegistration = yield* Deferred.make<void>()
 
     const healthyAt = (now: number) => held !== undefined && now < held.confirmedUntil - held.marginMs
     const healthy = () => healthyAt(clock.unsafeCurrentTimeMillis())
@@ -97,6 +100,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       Effect.gen(function* () {
         held = yield* register
         dropped = false
+        yield* Deferred.succeed(firstRegistration, undefined)
         for (;;) {
           yield* Effect.sleep(Duration.millis(held.heartbeatMs))
           if (!(yield* beat(held))) break
@@ -120,6 +124,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     return {
       healthy,
       incarnation: () => held?.incarnation,
+      registered: Deferred.await(firstRegistration),
       deregister: Effect.gen(function* () {
         yield* Fiber.interruptAll(fibers)
         const lease = held

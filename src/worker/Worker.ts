@@ -51,6 +51,8 @@ export interface RunningWorker {
   readonly activations: Activations
   /** True while the lease is healthy: new activations are taken. */
   readonly healthy: () => boolean
+  /** Resolves once the worker has registered with Pinboard (it keeps retrying until then). */
+  readonly registered: () => Promise<void>
 }
 
 export interface PinboardWorker extends RunningWorker {
@@ -156,7 +158,8 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
       port,
       server,
       activations,
-      healthy: lease.healthy
+      healthy: lease.healthy,
+      registered: () => Effect.runPromise(lease.registered)
     }
   })
 

@@ -51,6 +51,7 @@ describe("npm run demo", () => {
 
     const postLine = await demo.waitForLine(new RegExp(`curl -s -X POST localhost:${port}/threads/t1/messages -d 'hello'`), 30_000)
     const getLine = await demo.waitForLine(new RegExp(`curl -s localhost:${port}/threads/t1/messages$`), 1_000)
+    const watchLine = await demo.waitForLine(new RegExp(`node dist/demo/watch.js ws://localhost:${port}/threads/t1/stream$`), 1_000)
     expect(demo.lines.some((line) => line.includes("waiting for the registry cold start"))).toBe(true)
     childPids = demo.lines.flatMap((line) => {
       const started = /started (pinboard|worker-\d) \(pid (\d+)\)/.exec(line)
@@ -58,8 +59,14 @@ describe("npm run demo", () => {
     })
     expect(childPids).toHaveLength(3)
 
-    // The printed requests, as printed.
+    // The printed lines, as printed: the watcher first, so that it sees the message posted.
+    const [command, ...args] = watchLine.input!.trim().split(/\s+/)
+    expect(command).toBe("node")
+    const watcher = spawnProcess(process.execPath, args, { cwd: root })
+    await watcher.waitForLine(/^watching /, 10_000)
     const posted = await perform(parseCurl(postLine.input!))
+    await watcher.waitForLine(/^hello$/, 5_000)
+    await watcher.kill()
     expect(posted.status).toBe(200)
     const got = await perform(parseCurl(getLine.input!))
     expect(got.status).toBe(200)
