@@ -62,7 +62,7 @@ const thread = defineInstance<Thread>({
   }
 })
 
-const running = await startWorker({ pinboard, token, worker, port, instances: { "/threads": thread } })
+const running = await startWorker({ pinboard, token, worker, port, instances: { "/threads": thread }, stopOnSignals: [] })
 log(`listening on ${running.url}`)
 await running.registered()
 log(`registered as ${worker} for /threads`)

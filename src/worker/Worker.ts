@@ -37,6 +37,8 @@ export interface WorkerOptions {
   readonly leaseSafetyMarginMs?: number
   /** How long `stop` waits for requests in progress; default 10 s. */
   readonly shutdownGraceMs?: number
+  /** `startWorker` stops the worker and exits on these; default SIGTERM and SIGINT; `[]` for none. */
+  readonly stopOnSignals?: ReadonlyArray<NodeJS.Signals>
   /** The registry client; default the HTTP API at `pinboard` (tests may give their own). */
   readonly registry?: RegistryClient
   readonly log?: (message: string, error?: unknown) => void
@@ -140,6 +142,9 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const graceMs = options.shutdownGraceMs ?? 10_000
     const stopping = Effect.gen(function* () {
       draining = true
+      // Tell Pinboard at once, so no new placement lands here during the grace period.
+      const incarnation = lease.incarnation()
+      if (incarnation !== undefined) yield* Effect.ignore(Effect.tryPromise(() => registry.heartbeat(incarnation, status())))
       server.close()
       server.closeIdleConnections()
       const allOver = Effect.async<void>((resume) => {
@@ -163,7 +168,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     }
   })
 
-/** Starts a worker: listens, registers with Pinboard, and serves until `stop()`. */
+/** Starts a worker: listens, registers with Pinboard, and serves until `stop()` or SIGTERM/SIGINT. */
 export const startWorker = async (options: WorkerOptions): Promise<PinboardWorker> => {
   const scope = Effect.runSync(Scope.make())
   const worker = await Effect.runPromise(Scope.extend(makeWorker(options), scope)).catch(async (error: unknown) => {
@@ -171,5 +176,9 @@ export const startWorker = async (options: WorkerOptions): Promise<PinboardWorke
     throw error
   })
   let stopped: Promise<void> | undefined
-  return { ...worker, stop: () => (stopped ??= Effect.runPromise(Scope.close(scope, Exit.void))) }
+  const stop = () => (stopped ??= Effect.runPromise(Scope.close(scope, Exit.void)))
+  for (const signal of options.stopOnSignals ?? ["SIGTERM", "SIGINT"]) {
+    process.once(signal, () => void stop().then(() => process.exit(0)))
+  }
+  return { ...worker, stop }
 }
