@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type { WebSocketServer } from "ws"
+import { statusLine } from "../http/BareStatus.js"
 import type { Activation, Activations } from "./Activations.js"
 import { verifyAttestation, type Attested } from "./Attestation.js"
 import type { Caller } from "./Call.js"
@@ -96,13 +97,11 @@ export const handleRequest = async (deps: HandlerDeps, req: IncomingMessage, res
   }
 }
 
-const bareStatus = (socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}) => {
-  let head = `HTTP/1.1 ${status} ${reason}\r\n`
+const bareStatus = (socket: Duplex, status: number, headers: Record<string, string> = {}) => {
+  let head = `${statusLine(status)}\r\n`
   for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
   socket.end(`${head}connection: close\r\ncontent-length: 0\r\n\r\n`)
 }
-
-const REASONS: Record<number, string> = { 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable" }
 
 export const handleUpgrade = async (deps: HandlerDeps, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
   socket.on("error", () => socket.destroy())
@@ -111,13 +110,13 @@ export const handleUpgrade = async (deps: HandlerDeps, req: IncomingMessage, soc
     admitted = await admit(deps, req)
   } catch (error) {
     deps.log(`upgrade ${req.url}: activation failed`, error)
-    return bareStatus(socket, 500, REASONS[500]!)
+    return bareStatus(socket, 500)
   }
-  if (admitted._tag === "Refused") return bareStatus(socket, admitted.status, REASONS[admitted.status]!, admitted.headers)
+  if (admitted._tag === "Refused") return bareStatus(socket, admitted.status, admitted.headers)
   const { request, activation, definition } = admitted
   if (definition.webSocket === undefined || activation.closing !== undefined) {
     deps.activations.leave(activation)
-    return bareStatus(socket, 404, REASONS[404]!)
+    return bareStatus(socket, 404)
   }
   const onSocket = definition.webSocket
   // A malformed upgrade is answered by ws without calling back: the use ends with the socket.
