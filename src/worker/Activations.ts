@@ -23,6 +23,15 @@ export interface ActivationsOptions {
 /** Time a wind-down hook may take, kept short of Pinboard's deadline. */
 export const WIND_DOWN_MARGIN_MS = 1_000
 
+/**
+ * How long a released epoch is remembered: past it, no attestation for that epoch is still
+ * valid (60 s, plus clock tolerance).
+ */
+export const RELEASED_MEMORY_MS = 70_000
+
+/** Why a request gets no activation. */
+export type Refusal = "lease-unhealthy" | "released"
+
 export class Activation {
   /** Requests in progress, open WebSockets and background tasks. */
   uses = 0
@@ -51,6 +60,8 @@ export class Activation {
 
 export class Activations {
   private readonly live = new Map<string, Activation>()
+  /** The epoch each recently released id was released at: a request at it or older is refused. */
+  private readonly released = new Map<string, { readonly epoch: string; readonly at: number }>()
 
   constructor(
     private readonly definitions: ReadonlyMap<string, InstanceDefinition<unknown>>,
@@ -67,10 +78,12 @@ export class Activations {
   }
 
   /**
-   * The activation for a request attested at `epoch`, counted as in use until `leave`.
-   * Undefined when there is none and `mayActivate` says no new one may be made now.
+   * The activation for a request attested at `epoch`, counted as in use until `leave`; or why
+   * there is none and none may be made: the lease (`mayActivate` says no), or this worker
+   * released the id at that epoch already (the request was sent before the release landed).
+   * Either way the request is refused, so that Pinboard places the id anew.
    */
-  async enter(namespace: string, id: string, epoch: string, mayActivate: () => boolean): Promise<Activation | undefined> {
+  async enter(namespace: string, id: string, epoch: string, mayActivate: () => boolean): Promise<Activation | Refusal> {
     const key = keyOf(namespace, id)
     for (;;) {
       const current = this.live.get(key)
@@ -90,7 +103,8 @@ export class Activations {
         })
         return current
       }
-      if (!mayActivate()) return undefined
+      if (!mayActivate()) return "lease-unhealthy"
+      if (this.releasedAtOrAfter(key, epoch)) return "released"
       const activation = this.create(key, namespace, id, epoch)
       activation.uses++
       await activation.ready.catch((error: unknown) => {
@@ -109,6 +123,7 @@ export class Activations {
   /** Evicts activations idle for their definition's timeout, releasing each at its epoch. */
   sweepIdle(): Promise<unknown> {
     const now = this.options.now()
+    for (const [key, { at }] of this.released) if (now - at >= RELEASED_MEMORY_MS) this.released.delete(key)
     const idle = [...this.live.values()].filter(
       (a) =>
         a.closing === undefined &&
@@ -187,7 +202,15 @@ export class Activations {
     return activation
   }
 
+  private releasedAtOrAfter(key: string, epoch: string): boolean {
+    const released = this.released.get(key)
+    return released !== undefined && compareEpochs(epoch, released.epoch) <= 0
+  }
+
   private teardown(activation: Activation, reason: DeactivateReason, release: boolean): Promise<void> {
+    if (release && activation.closing === undefined) {
+      this.released.set(activation.key, { epoch: activation.epoch, at: this.options.now() })
+    }
     activation.closing ??= (async () => {
       activation.controller.abort()
       for (const socket of activation.sockets) socket.close(1012, "activation ended")

@@ -55,7 +55,8 @@ const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted>
   const rest = restOf(req.url ?? "/", deps.prefix, attested)
   if (definition === undefined || rest === undefined) return { _tag: "Refused", status: 404, error: "not found" }
   const activation = await deps.activations.enter(attested.namespace, attested.id, attested.epoch, deps.leaseHealthy)
-  if (activation === undefined) return { _tag: "Refused", status: 503, error: "lease unhealthy", headers: REFUSAL }
+  if (activation === "lease-unhealthy") return { _tag: "Refused", status: 503, error: "lease unhealthy", headers: REFUSAL }
+  if (activation === "released") return { _tag: "Refused", status: 503, error: "placement released", headers: REFUSAL }
   const { namespace, id } = attested
   const request: InstanceRequest<unknown> = {
     req,

@@ -105,8 +105,9 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
           yield* Effect.sleep(Duration.millis(held.heartbeatMs))
           if (!(yield* beat(held))) break
         }
-        yield* drop("lease-lost")
+        // Unhealthy first, so that no new activation is taken while the old ones are dropped.
         held = undefined
+        yield* drop("lease-lost")
       })
     )
 

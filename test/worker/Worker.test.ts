@@ -7,6 +7,7 @@ import { Effect, Exit, Scope, TestClock } from "effect"
 import WebSocket from "ws"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/auth/AttestationKey.js"
+import { RELEASED_MEMORY_MS } from "../../src/worker/Activations.js"
 import { defineInstance, type DeactivateReason } from "../../src/worker/Definition.js"
 import type { RegistryClient } from "../../src/worker/RegistryClient.js"
 import { makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
@@ -151,8 +152,26 @@ describe("the worker's request handler", () => {
       yield* advance(1000)
       expect(events).toEqual(["activate c1@5", "deactivate c1@5 idle"])
       expect(registry.log).toContain("release /counters/c1@5")
-      // A later request activates afresh.
-      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).text).toBe("1")
+      // A request sent at the released epoch is refused, so that Pinboard places the id anew;
+      // at the new placement's epoch it activates afresh.
+      const stale = yield* send("/counters/c1/increment", claims("c1", "5"))
+      expect(stale.status).toBe(503)
+      expect(stale.headers.get("pinned-refusal")).toBe("lease-unhealthy")
+      expect(JSON.parse(stale.text)).toEqual({ error: "placement released" })
+      expect((yield* send("/counters/c1/increment", claims("c1", "6"))).text).toBe("1")
+    })
+  )
+
+  it.scoped("a released epoch is remembered only while an attestation for it could still be valid", () =>
+    Effect.gen(function* () {
+      const { send, worker } = yield* setup
+      yield* send("/counters/c1/increment", claims("c1", "5"))
+      yield* advance(IDLE_MS)
+      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).status).toBe(503)
+      yield* advance(RELEASED_MEMORY_MS)
+      // Memory stays bounded: past every attestation's life, the entry is gone.
+      expect((yield* send("/counters/c1/increment", claims("c1", "5"))).status).toBe(200)
+      expect(worker.activations.size).toBe(1)
     })
   )
 
