@@ -17,9 +17,10 @@ export class StaleEpochError extends Error {
   }
 }
 
-// KEYS[1]: the key's hash {epoch, value}. ARGV: presented epoch, "write" | "delete", value.
+// KEYS[1]: the key's hash {epoch, value}. ARGV: presented epoch, "write" | "delete" | "claim", value.
 // Epochs stay strings (they pass 2^53; see Epochs.ts): longer is newer, then lexical order.
 // A delete removes the value but keeps (and advances) the epoch, so the fence survives it.
+// A claim advances the epoch alone and answers the value: from then on, older owners are out.
 const FENCED_SCRIPT = `
 local presented = ARGV[1]
 local stored = redis.call("HGET", KEYS[1], "epoch")
@@ -28,6 +29,9 @@ if stored and (#presented < #stored or (#presented == #stored and presented < st
 end
 if ARGV[2] == "write" then
   redis.call("HSET", KEYS[1], "epoch", presented, "value", ARGV[3])
+elseif ARGV[2] == "claim" then
+  redis.call("HSET", KEYS[1], "epoch", presented)
+  return {"ok", redis.call("HGET", KEYS[1], "value")}
 else
   redis.call("HDEL", KEYS[1], "value")
   redis.call("HSET", KEYS[1], "epoch", presented)
@@ -36,7 +40,8 @@ return {"ok"}
 `
 
 const COMMAND = "pinboardFencedWrite"
-type FencedCommand = (key: string, epoch: string, op: "write" | "delete", value: string | Buffer) => Promise<[string, string?]>
+type Op = "write" | "delete" | "claim"
+type FencedCommand = (key: string, epoch: string, op: Op, value: string | Buffer) => Promise<[Buffer, (Buffer | null)?]>
 
 export interface FencedStoreOptions {
   /** Key prefix; a key is stored at `${prefix}:{${key}}`. Default `"pbf"`. */
@@ -54,7 +59,8 @@ export class FencedStore {
     this.prefix = options.prefix ?? "pbf"
     // ioredis calls a defined command by sha (EVALSHA) and loads it again on NOSCRIPT.
     redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: FENCED_SCRIPT })
-    const command = (redis as unknown as Record<string, FencedCommand>)[COMMAND]!
+    // The Buffer variant answers bytes: a claimed value comes back as stored.
+    const command = (redis as unknown as Record<string, FencedCommand>)[`${COMMAND}Buffer`]!
     this.fenced = command.bind(redis)
   }
 
@@ -71,16 +77,28 @@ export class FencedStore {
     return { value, epoch: epoch.toString() }
   }
 
+  /**
+   * Takes the key for `epoch`, fenced like write: older owners can write no more, and the
+   * current value (undefined if none) is what the new owner starts from. Call it when an
+   * activation starts, before reading its state, so no write of the old owner lands after
+   * the read.
+   */
+  async claim(key: string, epoch: string): Promise<Buffer | undefined> {
+    assertEpoch(epoch)
+    return (await this.run(key, epoch, "claim")) ?? undefined
+  }
+
   /** Deletes the value, fenced like write; the epoch stays so older owners remain fenced out. */
   async delete(key: string, epoch: string): Promise<void> {
     assertEpoch(epoch)
     await this.run(key, epoch, "delete")
   }
 
-  private async run(key: string, epoch: string, op: "write" | "delete", value?: string | Buffer): Promise<void> {
-    const redisKey = this.redisKey(key)
-    const [outcome, stored] = await this.fenced(redisKey, epoch, op, value ?? "")
-    if (outcome === "stale") throw new StaleEpochError(key, epoch, stored!)
+  /** Runs the script; a claim's value comes back. */
+  private async run(key: string, epoch: string, op: Op, value?: string | Buffer): Promise<Buffer | null | undefined> {
+    const [outcome, answer] = await this.fenced(this.redisKey(key), epoch, op, value ?? "")
+    if (outcome.toString() === "stale") throw new StaleEpochError(key, epoch, answer!.toString())
+    return answer
   }
 
   /** Hash-tagged on the caller's key: on a Cluster the slot follows the key, not the prefix. */

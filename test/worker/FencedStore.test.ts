@@ -142,6 +142,25 @@ describe("FencedStore", () => {
     expect((await staleError(store.write("k", "v", "11"))).stored).toBe("12")
   })
 
+  it("claim raises the fence and answers the value as stored: the old owner can write no more", async () => {
+    const { store } = freshStore()
+    expect(await store.claim("k", "1")).toBeUndefined()
+    await store.write("k", Buffer.from([0, 255, 1]), "1")
+    expect(await store.claim("k", "2")).toEqual(Buffer.from([0, 255, 1]))
+    const refused = await staleError(store.write("k", "old owner", "1"))
+    expect([refused.presented, refused.stored]).toEqual(["1", "2"])
+    expect(await store.read("k")).toEqual({ value: Buffer.from([0, 255, 1]), epoch: "2" })
+    await store.write("k", "new owner", "2")
+    expect(await readText(store, "k")).toEqual({ value: "new owner", epoch: "2" })
+  })
+
+  it("claim is fenced too: an older owner cannot take the key back", async () => {
+    const { store } = freshStore()
+    await store.claim("k", "5")
+    const refused = await staleError(store.claim("k", "4").then(() => undefined))
+    expect([refused.presented, refused.stored]).toEqual(["4", "5"])
+  })
+
   it("keeps the fence under racing writers from two epochs", async () => {
     // Two owners on two connections, "9" (the old) and "10" (the new, lexically smaller).
     // MONITOR gives the order in which Redis ran the scripts; replaying the fence over
