@@ -6,9 +6,9 @@ import { createInterface } from "node:readline"
 
 export const hasTaskset = spawnSync("taskset", ["-V"], { stdio: "ignore" }).status === 0
 
-/** The command line that runs `args` on `core`, or as it is without taskset. */
-const pinned = (core: number, command: string, args: ReadonlyArray<string>): [string, Array<string>] =>
-  hasTaskset ? ["taskset", ["-c", String(core), command, ...args]] : [command, [...args]]
+/** The command line that runs `args` on `core`, or as it is without taskset or a core. */
+const pinned = (core: number | undefined, command: string, args: ReadonlyArray<string>): [string, Array<string>] =>
+  hasTaskset && core !== undefined ? ["taskset", ["-c", String(core), command, ...args]] : [command, [...args]]
 
 /** Moves a running process, all its threads, to `core`. */
 export const pinPid = (pid: number, core: number): void => {
@@ -30,8 +30,8 @@ export interface Proc {
 const KEPT_LINES = 200
 const running = new Set<Proc>()
 
-/** Spawns `node script ...args` (taskset'ed to `core`); the last lines of its output are kept. */
-export const spawnNode = (name: string, core: number, script: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env): Proc => {
+/** Spawns `node script ...args` (taskset'ed to `core`, if given); the last lines of its output are kept. */
+export const spawnNode = (name: string, core: number | undefined, script: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env): Proc => {
   const [command, argv] = pinned(core, process.execPath, [script, ...args])
   const child = spawn(command, argv, { env, stdio: ["ignore", "pipe", "pipe"] })
   if (child.pid === undefined) throw new Error(`${name}: could not spawn ${command}`)

@@ -1,0 +1,184 @@
+// The chaos run's audit (issue "Reliability under faults"), pure: from the workers' append-only
+// logs, what every client was told and the counters' final stored values, it counts
+// - double activations: two activations of an id whose accepted writes overlap: an epoch whose
+//   writes came from two workers, or an older epoch that wrote a value at or above a newer
+//   epoch's first write (the fenced store orders one id's writes; a newer owner starts from
+//   the value it claimed);
+// - lost acknowledged writes: an increment a client saw acknowledged that is not in the final
+//   value (two acknowledgements of one value, or a value above the final one);
+// - replayed bodies: a request body delivered to a worker more than once;
+// - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
+//   counter's own refusals.
+import { compareEpochs } from "../../src/worker/Epochs.js"
+
+export type WorkerEvent =
+  | { readonly t: number; readonly worker: string; readonly ev: "activate"; readonly id: string; readonly epoch: string; readonly value: number }
+  | { readonly t: number; readonly worker: string; readonly ev: "deliver"; readonly id: string; readonly epoch: string; readonly op: string }
+  | { readonly t: number; readonly worker: string; readonly ev: "write"; readonly id: string; readonly epoch: string; readonly value: number; readonly op: string }
+  | { readonly t: number; readonly worker: string; readonly ev: "stale"; readonly id: string; readonly epoch: string }
+  | { readonly t: number; readonly worker: string; readonly ev: "deactivate"; readonly id: string; readonly epoch: string; readonly reason: string }
+
+/** What one client request was told. */
+export interface ClientRecord {
+  readonly op: string
+  readonly id: string
+  readonly status?: number
+  readonly body?: string
+  /** The request failed without an answer (a Pinboard killed, a connection reset). */
+  readonly error?: string
+}
+
+export interface KnownAnswer {
+  readonly status: number
+  readonly body: string
+}
+
+export interface AuditInput {
+  readonly events: ReadonlyArray<WorkerEvent>
+  readonly clients: ReadonlyArray<ClientRecord>
+  /** The stored counter of every id, read after the run. */
+  readonly finalValues: ReadonlyMap<string, number>
+  /** Catalogue rows and the counter's own refusals. */
+  readonly known: ReadonlyArray<KnownAnswer>
+}
+
+export interface AuditResult {
+  readonly requests: number
+  readonly acknowledged: number
+  readonly acceptedWrites: number
+  readonly activations: number
+  readonly doubleActivations: number
+  readonly lostAcknowledged: number
+  readonly replayedBodies: number
+  readonly unknownErrors: number
+  /** Non-success answers by `status body`. */
+  readonly answers: ReadonlyMap<string, number>
+  /** Requests that got no answer, by error. */
+  readonly unanswered: ReadonlyMap<string, number>
+  /** A line per violation, for the report. */
+  readonly problems: ReadonlyArray<string>
+}
+
+const count = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1)
+
+export const audit = (input: AuditInput): AuditResult => {
+  const problems: Array<string> = []
+  let doubleActivations = 0
+
+  // Accepted writes by id, then by epoch.
+  const writes = new Map<string, Map<string, Array<Extract<WorkerEvent, { ev: "write" }>>>>()
+  const delivered = new Map<string, number>()
+  let activations = 0
+  let acceptedWrites = 0
+  for (const event of input.events) {
+    if (event.ev === "activate") activations++
+    if (event.ev === "deliver") count(delivered, event.op)
+    if (event.ev !== "write") continue
+    acceptedWrites++
+    const byEpoch = writes.get(event.id) ?? new Map()
+    writes.set(event.id, byEpoch)
+    const list = byEpoch.get(event.epoch) ?? []
+    byEpoch.set(event.epoch, list)
+    list.push(event)
+  }
+
+  for (const [id, byEpoch] of writes) {
+    const epochs = [...byEpoch.keys()].sort(compareEpochs)
+    for (const epoch of epochs) {
+      const list = byEpoch.get(epoch)!
+      const workers = new Set(list.map((w) => w.worker))
+      if (workers.size > 1) {
+        doubleActivations++
+        problems.push(`${id}: epoch ${epoch} accepted writes from ${[...workers].join(" and ")}`)
+      }
+    }
+    for (let i = 1; i < epochs.length; i++) {
+      const older = byEpoch.get(epochs[i - 1]!)!
+      const newer = byEpoch.get(epochs[i]!)!
+      const olderMax = Math.max(...older.map((w) => w.value))
+      const newerMin = Math.min(...newer.map((w) => w.value))
+      if (olderMax >= newerMin) {
+        doubleActivations++
+        problems.push(`${id}: epoch ${epochs[i - 1]} wrote ${olderMax}, at or above epoch ${epochs[i]}'s first write ${newerMin}`)
+      }
+    }
+  }
+
+  let replayedBodies = 0
+  for (const [op, times] of delivered) {
+    if (times > 1) {
+      replayedBodies++
+      problems.push(`body ${op} delivered ${times} times`)
+    }
+  }
+
+  const acked = new Map<string, Map<number, string>>()
+  const answers = new Map<string, number>()
+  const unanswered = new Map<string, number>()
+  const known = new Set(input.known.map((k) => `${k.status} ${k.body}`))
+  let acknowledged = 0
+  let lostAcknowledged = 0
+  let unknownErrors = 0
+  for (const record of input.clients) {
+    if (record.status === undefined) {
+      count(unanswered, record.error ?? "no answer")
+      continue
+    }
+    if (record.status === 200) {
+      const value = parseValue(record.body)
+      if (value === undefined) {
+        unknownErrors++
+        problems.push(`${record.op}: 200 with an unreadable body ${JSON.stringify(record.body)}`)
+        continue
+      }
+      acknowledged++
+      const values = acked.get(record.id) ?? new Map<number, string>()
+      acked.set(record.id, values)
+      const earlier = values.get(value)
+      if (earlier !== undefined) {
+        lostAcknowledged++
+        problems.push(`${record.id}: value ${value} acknowledged to both ${earlier} and ${record.op}`)
+      }
+      values.set(value, record.op)
+      continue
+    }
+    const answer = `${record.status} ${record.body ?? ""}`
+    count(answers, answer)
+    if (!known.has(answer)) {
+      unknownErrors++
+      problems.push(`${record.op}: unknown answer ${answer}`)
+    }
+  }
+  for (const [id, values] of acked) {
+    const final = input.finalValues.get(id) ?? 0
+    for (const [value, op] of values) {
+      if (value > final) {
+        lostAcknowledged++
+        problems.push(`${id}: ${op} acknowledged ${value}, final value ${final}`)
+      }
+    }
+  }
+
+  return {
+    requests: input.clients.length,
+    acknowledged,
+    acceptedWrites,
+    activations,
+    doubleActivations,
+    lostAcknowledged,
+    replayedBodies,
+    unknownErrors,
+    answers,
+    unanswered,
+    problems
+  }
+}
+
+const parseValue = (body: string | undefined): number | undefined => {
+  try {
+    const value = (JSON.parse(body ?? "") as { value?: unknown }).value
+    return typeof value === "number" && Number.isSafeInteger(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,132 @@
+// The chaos run's processes: two redis-servers (the registry's, which the faults hit, and the
+// counters' storage, which they leave alone), two Pinboards and four counter workers, each
+// restartable on its own port, plus the links the workers' registry calls go through.
+import { existsSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { freePort, startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
+import { spawnNode, type Proc } from "../../bench/processes.js"
+import type { WorkerSpec } from "./counterWorker.js"
+import { openLink, type Link } from "./link.js"
+
+export const TOKEN = "chaos-token"
+const MAIN = new URL("../../../dist/main.js", import.meta.url).pathname
+const WORKER_SCRIPT = new URL("./counterWorker.js", import.meta.url).pathname
+
+export interface FleetOptions {
+  readonly leaseMs: number
+  readonly workers: number
+  readonly idleMs: number
+  readonly portClosedMs: number
+}
+
+export interface Restartable {
+  readonly name: string
+  current: Proc
+  readonly start: () => Promise<void>
+}
+
+export interface ChaosFleet {
+  readonly dir: string
+  readonly storage: RedisServer
+  registry: RedisServer
+  /** The registry's port, kept across restarts. */
+  readonly registryPort: number
+  readonly pinboards: ReadonlyArray<Restartable & { readonly port: number }>
+  readonly workers: ReadonlyArray<Restartable & { readonly link: Link; readonly logFile: string }>
+  readonly stop: () => Promise<void>
+}
+
+const waitHealthy = async (port: number, proc: Proc): Promise<void> => {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    if (!proc.alive()) throw new Error(`${proc.name} exited during start-up:\n${proc.lines.join("\n")}`)
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) }).then(
+      (r) => r.ok,
+      () => false
+    )
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`${proc.name} not healthy:\n${proc.lines.join("\n")}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+export const startFleet = async (options: FleetOptions): Promise<ChaosFleet> => {
+  if (!existsSync(MAIN)) throw new Error("dist/main.js is missing: npm run chaos builds it")
+  const dir = mkdtempSync(join(tmpdir(), "pinboard-chaos-"))
+  const storage = await startRedisServer()
+  const registryPort = await freePort()
+  const fleet = { registry: await startRedisServer(registryPort) }
+
+  const pinboards = await Promise.all(
+    ["pinboard-a", "pinboard-b"].map(async (name) => {
+      const port = await freePort()
+      const env = {
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PINBOARD_"))),
+        PINBOARD_REDIS_URL: `redis://127.0.0.1:${registryPort}`,
+        PINBOARD_TOKEN: TOKEN,
+        PINBOARD_PORT: String(port),
+        PINBOARD_HOST: "127.0.0.1",
+        PINBOARD_LEASE_MS: String(options.leaseMs)
+      }
+      const entry: Restartable & { port: number } = {
+        name,
+        port,
+        current: undefined as unknown as Proc,
+        start: async () => {
+          entry.current = spawnNode(name, undefined, MAIN, [], env)
+          await waitHealthy(port, entry.current)
+        }
+      }
+      await entry.start()
+      return entry
+    })
+  )
+
+  const workers = await Promise.all(
+    Array.from({ length: options.workers }, async (_, i) => {
+      const name = `w${i + 1}`
+      // Registry calls of even workers go to Pinboard A, of odd ones to B.
+      const target = pinboards[i % 2]!
+      const link = await openLink(() => target.port)
+      const port = await freePort()
+      const logFile = join(dir, `${name}.log`)
+      const spec: WorkerSpec = {
+        worker: name,
+        registry: `http://127.0.0.1:${link.port}`,
+        token: TOKEN,
+        storageUrl: storage.url,
+        logFile,
+        port,
+        idleMs: options.idleMs,
+        portClosedMs: options.portClosedMs
+      }
+      const entry: Restartable & { link: Link; logFile: string } = {
+        name,
+        link,
+        logFile,
+        current: undefined as unknown as Proc,
+        start: async () => {
+          entry.current = spawnNode(name, undefined, WORKER_SCRIPT, [JSON.stringify(spec)])
+          await entry.current.waitForLine(/^worker \S+ listening/, 15_000)
+        }
+      }
+      await entry.start()
+      return entry
+    })
+  )
+
+  const chaos: ChaosFleet = {
+    dir,
+    storage,
+    registry: fleet.registry,
+    registryPort,
+    pinboards,
+    workers,
+    stop: async () => {
+      for (const worker of workers) worker.link.close()
+      await Promise.all([storage.stop(), chaos.registry.stop()])
+    }
+  }
+  return chaos
+}

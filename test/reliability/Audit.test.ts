@@ -1,0 +1,57 @@
+// The chaos audit finds what it is there to find: double activations, lost acknowledged
+// writes, replayed bodies and unknown errors (reliability/chaos/audit.ts).
+import { describe, expect, it } from "vitest"
+import { audit, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
+
+const known = [{ status: 503, body: '{"error":"registry cold start, retry"}' }]
+const write = (worker: string, id: string, epoch: string, value: number, op: string): WorkerEvent => ({ t: 0, worker, ev: "write", id, epoch, value, op })
+const deliver = (worker: string, id: string, epoch: string, op: string): WorkerEvent => ({ t: 0, worker, ev: "deliver", id, epoch, op })
+const acked = (id: string, op: string, value: number): ClientRecord => ({ op, id, status: 200, body: JSON.stringify({ value }) })
+
+const clean = {
+  events: [deliver("w1", "c1", "1", "a"), write("w1", "c1", "1", 1, "a"), deliver("w2", "c1", "2", "b"), write("w2", "c1", "2", 2, "b")],
+  clients: [acked("c1", "a", 1), acked("c1", "b", 2), { op: "c", id: "c1", status: 503, body: '{"error":"registry cold start, retry"}' }],
+  finalValues: new Map([["c1", 2]]),
+  known
+}
+
+describe("the chaos audit", () => {
+  it("passes a clean history", () => {
+    const result = audit(clean)
+    expect(result).toMatchObject({ requests: 3, acknowledged: 2, doubleActivations: 0, lostAcknowledged: 0, replayedBodies: 0, unknownErrors: 0 })
+    expect(result.problems).toEqual([])
+  })
+
+  it("counts an epoch that accepted writes from two workers", () => {
+    const result = audit({ ...clean, events: [...clean.events, write("w3", "c1", "2", 3, "x")] })
+    expect(result.doubleActivations).toBe(1)
+  })
+
+  it("counts an older epoch writing at or above a newer epoch's first value", () => {
+    const result = audit({ ...clean, events: [...clean.events, write("w1", "c1", "1", 2, "late")] })
+    expect(result.doubleActivations).toBe(1)
+  })
+
+  it("counts a value acknowledged twice, and one above the final value, as lost", () => {
+    expect(audit({ ...clean, clients: [...clean.clients, acked("c1", "d", 2)] }).lostAcknowledged).toBe(1)
+    expect(audit({ ...clean, finalValues: new Map([["c1", 1]]) }).lostAcknowledged).toBe(1)
+  })
+
+  it("counts a body delivered twice", () => {
+    expect(audit({ ...clean, events: [...clean.events, deliver("w2", "c1", "2", "a")] }).replayedBodies).toBe(1)
+  })
+
+  it("counts an answer that is no catalogue row, nor a 200 with a value", () => {
+    const result = audit({
+      ...clean,
+      clients: [...clean.clients, { op: "e", id: "c1", status: 500, body: "oops" }, { op: "f", id: "c1", status: 200, body: "??" }]
+    })
+    expect(result.unknownErrors).toBe(2)
+  })
+
+  it("counts requests without an answer apart, by error", () => {
+    const result = audit({ ...clean, clients: [...clean.clients, { op: "g", id: "c1", error: "ECONNREFUSED" }] })
+    expect(result.unanswered.get("ECONNREFUSED")).toBe(1)
+    expect(result.unknownErrors).toBe(0)
+  })
+})
