@@ -70,8 +70,11 @@ export const handleRegistry = (req: IncomingMessage) =>
     const config = yield* AppConfig
     const registry = yield* Registry
     if (!tokenMatches(config, req.headers.authorization)) return yield* new InvalidDeploymentToken()
-    const url = new URL(req.url ?? "/", "http://pinboard")
-    const path = url.pathname.split("/").slice(2)
+    // Split as sent: `new URL` would remove `.` and `..` segments, which are valid worker ids and ids.
+    const target = req.url ?? "/"
+    const queryAt = target.indexOf("?")
+    const path = (queryAt === -1 ? target : target.slice(0, queryAt)).split("/").slice(2)
+    const query = new URLSearchParams(queryAt === -1 ? "" : target.slice(queryAt + 1))
     const method = req.method ?? "GET"
     const only = (allowed: "GET" | "POST" | "DELETE") =>
       method === allowed || (allowed === "GET" && isReadMethod(method)) ? Effect.void : new MethodNotAllowed()
@@ -95,7 +98,7 @@ export const handleRegistry = (req: IncomingMessage) =>
         const worker = yield* decodeParam(WorkerId, "worker", decodeURIComponentSafe(path[1]!))
         if (path.length === 2) {
           yield* only("DELETE")
-          const incarnation = yield* decodeParam(Incarnation, "incarnation", url.searchParams.get("incarnation"))
+          const incarnation = yield* decodeParam(Incarnation, "incarnation", query.get("incarnation"))
           yield* registry.deregister(worker, incarnation)
           return { status: 204 }
         }
@@ -129,7 +132,7 @@ export const handleRegistry = (req: IncomingMessage) =>
         yield* only("GET")
         const namespace = yield* decodeParam(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`)
         const id = yield* decodeParam(InstanceId, "id", decodeURIComponentSafe(path[2]!))
-        const env = yield* decodeParam(Env, "env", url.searchParams.get("env") ?? "")
+        const env = yield* decodeParam(Env, "env", query.get("env") ?? "")
         return ok(placementJson(yield* registry.placement({ env, namespace, id })))
       }
       default:
