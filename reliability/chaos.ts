@@ -18,7 +18,7 @@ import { stopAll, stopAllSync } from "../bench/processes.js"
 import { audit, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
 import { FAULT_KINDS, makeInjector, type FaultKind } from "./chaos/faults.js"
 import { startFleet, type ChaosFleet } from "./chaos/fleet.js"
-import { between, pick, seededRandom } from "./chaos/random.js"
+import { Rng } from "./prng.js"
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: number): number => {
@@ -64,12 +64,12 @@ const increment = async (origin: string, id: string, op: string): Promise<Client
   }
 }
 
-const runClients = (fleet: ChaosFleet, random: () => number, until: () => boolean, records: Array<ClientRecord>) =>
+const runClients = (fleet: ChaosFleet, rng: Rng, until: () => boolean, records: Array<ClientRecord>) =>
   Promise.all(
     Array.from({ length: CLIENTS }, async (_, client) => {
       for (let n = 0; !until(); n++) {
-        const pinboard = pick(random, fleet.pinboards)
-        const record = await increment(`http://127.0.0.1:${pinboard.port}`, pick(random, IDS), `op-${client}-${n}`)
+        const pinboard = rng.pick(fleet.pinboards)
+        const record = await increment(`http://127.0.0.1:${pinboard.port}`, rng.pick(IDS), `op-${client}-${n}`)
         records.push(record)
         // A Pinboard that is down refuses at once: do not spin on it.
         if (record.status === undefined) await sleep(50)
@@ -136,7 +136,7 @@ const stopRedisSync = () => {
 }
 
 const main = async (): Promise<boolean> => {
-  const random = seededRandom(SEED)
+  const rng = new Rng(SEED)
   log(`chaos: ${MINUTES} min of faults, seed ${SEED}, a fault every ~${INTERVAL_MS} ms, ${CLIENTS} clients on ${IDS.length} ids, lease ${LEASE_MS} ms`)
   const fleet = await startFleet({ leaseMs: LEASE_MS, workers: 4, idleMs: 3000, portClosedMs: 1500 })
   running = fleet
@@ -146,16 +146,16 @@ const main = async (): Promise<boolean> => {
   await sleep(LEASE_MS + 500)
   const records: Array<ClientRecord> = []
   const faults = new Map<FaultKind, number>(FAULT_KINDS.map((kind) => [kind, 0]))
-  const injector = makeInjector(fleet, LEASE_MS, random, (line) => log(`  ${line}`))
+  const injector = makeInjector(fleet, LEASE_MS, rng, (line) => log(`  ${line}`))
   const endAt = Date.now() + MINUTES * 60_000
   let faultsOver = false
-  const clients = runClients(fleet, seededRandom(SEED + 1), () => faultsOver, records)
+  const clients = runClients(fleet, new Rng(SEED + 1), () => faultsOver, records)
 
   let lastReport = Date.now()
   while (Date.now() < endAt) {
     const kind = injector.inject()
     if (kind !== undefined) faults.set(kind, faults.get(kind)! + 1)
-    await sleep(between(random, INTERVAL_MS / 2, (INTERVAL_MS * 3) / 2))
+    await sleep(rng.range(INTERVAL_MS / 2, (INTERVAL_MS * 3) / 2))
     if (Date.now() - lastReport > 30_000) {
       lastReport = Date.now()
       const total = [...faults.values()].reduce((a, b) => a + b, 0)

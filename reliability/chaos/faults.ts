@@ -4,7 +4,7 @@
 import { Redis } from "ioredis"
 import { startRedisServer } from "../../test/support/RedisServer.js"
 import type { ChaosFleet, Restartable } from "./fleet.js"
-import { between, pick } from "./random.js"
+import type { Rng } from "../prng.js"
 
 export const FAULT_KINDS = [
   "worker SIGKILL",
@@ -34,7 +34,7 @@ export interface Injector {
   readonly healed: () => Promise<void>
 }
 
-export const makeInjector = (fleet: ChaosFleet, leaseMs: number, random: () => number, log: (line: string) => void): Injector => {
+export const makeInjector = (fleet: ChaosFleet, leaseMs: number, rng: Rng, log: (line: string) => void): Injector => {
   const busy = new Set<string>()
   const healing = new Set<Promise<void>>()
 
@@ -61,9 +61,9 @@ export const makeInjector = (fleet: ChaosFleet, leaseMs: number, random: () => n
       case "worker port closed": {
         const candidates = freeWorkers()
         if (candidates.length === 0 || !workerFaultAllowed()) return false
-        const worker = pick(random, candidates)
-        const downMs = between(random, 300, 1000)
-        const pastLeaseMs = leaseMs + between(random, 300, 800)
+        const worker = rng.pick(candidates)
+        const downMs = rng.range(300, 1000)
+        const pastLeaseMs = leaseMs + rng.range(300, 800)
         if (kind === "worker SIGKILL") {
           run(worker.name, async () => {
             signal(worker, "SIGKILL")
@@ -104,7 +104,7 @@ export const makeInjector = (fleet: ChaosFleet, leaseMs: number, random: () => n
             }
           })
         } else {
-          const downMs = between(random, 200, 800)
+          const downMs = rng.range(200, 800)
           run("redis", async () => {
             await fleet.registry.stop()
             await sleep(downMs)
@@ -115,7 +115,7 @@ export const makeInjector = (fleet: ChaosFleet, leaseMs: number, random: () => n
       }
       case "Pinboard killed, restarted": {
         if (fleet.pinboards.some((p) => busy.has(p.name))) return false
-        const pinboard = pick(random, fleet.pinboards)
+        const pinboard = rng.pick(fleet.pinboards)
         run(pinboard.name, async () => {
           signal(pinboard, "SIGKILL")
           await pinboard.current.exited
@@ -128,7 +128,7 @@ export const makeInjector = (fleet: ChaosFleet, leaseMs: number, random: () => n
 
   return {
     inject: () => {
-      const kind = pick(random, FAULT_KINDS)
+      const kind = rng.pick(FAULT_KINDS)
       return attempt(kind) ? kind : undefined
     },
     healed: async () => {
