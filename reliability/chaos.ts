@@ -1,7 +1,8 @@
 // `npm run chaos`: Pinboard's promise under the faults real fleets meet (issue "Reliability
 // under faults"). A real registry redis-server, two Pinboards and four counter workers on the
 // worker library (every increment an epoch-fenced write to a storage redis-server), clients
-// incrementing random ids through both Pinboards, and faults on a seeded random schedule.
+// incrementing random ids and reading them back through both Pinboards, and faults on a
+// seeded random schedule.
 // Then every fault heals, every id must be served again within two leases, and the audit
 // (reliability/chaos/audit.ts) reads the logs. Loopback only; stops by itself.
 //
@@ -34,6 +35,8 @@ const CLIENTS = option("clients", 16)
 const IDS = Array.from({ length: option("ids", 100) }, (_, i) => `c${i}`)
 const LEASE_MS = 1500
 const REQUEST_TIMEOUT_MS = 8000
+/** Clients read a value back this often, instead of incrementing. */
+const READ_SHARE = 0.25
 /** Whatever happens, the run ends by then. */
 const HARD_LIMIT_MS = MINUTES * 60_000 + 180_000
 
@@ -50,17 +53,20 @@ const KNOWN = [
 
 // ---- clients -----------------------------------------------------------------------------------
 
-const increment = async (origin: string, id: string, op: string): Promise<ClientRecord> => {
+/** One increment (a POST whose body is a unique op), or a read of the value back. */
+const call = async (origin: string, kind: ClientRecord["kind"], id: string, op: string): Promise<ClientRecord> => {
+  const sentAt = Date.now()
   try {
-    const response = await fetch(`${origin}/counters/${id}/increment`, {
-      method: "POST",
-      body: op,
+    const response = await fetch(`${origin}/counters/${id}/${kind === "increment" ? "increment" : "value"}`, {
+      method: kind === "increment" ? "POST" : "GET",
+      ...(kind === "increment" ? { body: op } : {}),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
     })
-    return { op, id, status: response.status, body: await response.text() }
+    const body = await response.text()
+    return { kind, op, id, sentAt, answeredAt: Date.now(), status: response.status, body }
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code
-    return { op, id, error: cause ?? (error instanceof Error ? error.name : String(error)) }
+    return { kind, op, id, sentAt, answeredAt: Date.now(), error: cause ?? (error instanceof Error ? error.name : String(error)) }
   }
 }
 
@@ -69,7 +75,8 @@ const runClients = (fleet: ChaosFleet, rng: Rng, until: () => boolean, records: 
     Array.from({ length: CLIENTS }, async (_, client) => {
       for (let n = 0; !until(); n++) {
         const pinboard = rng.pick(fleet.pinboards)
-        const record = await increment(`http://127.0.0.1:${pinboard.port}`, rng.pick(IDS), `op-${client}-${n}`)
+        const kind = rng.chance(READ_SHARE) ? "read" : "increment"
+        const record = await call(`http://127.0.0.1:${pinboard.port}`, kind, rng.pick(IDS), `op-${client}-${n}`)
         records.push(record)
         // A Pinboard that is down refuses at once: do not spin on it.
         if (record.status === undefined) await sleep(50)
@@ -88,7 +95,7 @@ const recover = async (fleet: ChaosFleet, records: Array<ClientRecord>): Promise
     IDS.map(async (id, i) => {
       const pinboard = fleet.pinboards[i % 2]!
       for (let n = 0; ; n++) {
-        const record = await increment(`http://127.0.0.1:${pinboard.port}`, id, `recovery-${id}-${n}`)
+        const record = await call(`http://127.0.0.1:${pinboard.port}`, "increment", id, `recovery-${id}-${n}`)
         records.push(record)
         if (record.status === 200) return void (worstMs = Math.max(worstMs, Date.now() - started))
         if (Date.now() > deadline) return void unrecovered.push(id)
@@ -177,6 +184,7 @@ const main = async (): Promise<boolean> => {
   log(`acknowledged writes: ${result.acknowledged} (accepted by the store: ${result.acceptedWrites}; activations: ${result.activations})`)
   log(`double activations: ${result.doubleActivations}`)
   log(`lost acknowledged writes: ${result.lostAcknowledged}`)
+  log(`reads: ${result.reads}; stale reads (below a value acknowledged before the read): ${result.staleReads}`)
   log(`replayed bodies: ${result.replayedBodies}`)
   log(`unknown errors: ${result.unknownErrors}`)
   log(`worst recovery time: ${recovery.worstMs} ms (two leases: ${2 * LEASE_MS} ms)${recovery.unrecovered.length > 0 ? `; NOT recovered: ${recovery.unrecovered.join(" ")}` : ""}`)
@@ -189,6 +197,7 @@ const main = async (): Promise<boolean> => {
   const ok =
     result.doubleActivations === 0 &&
     result.lostAcknowledged === 0 &&
+    result.staleReads === 0 &&
     result.replayedBodies === 0 &&
     result.unknownErrors === 0 &&
     recovery.unrecovered.length === 0 &&

@@ -6,6 +6,8 @@
 //   the value it claimed);
 // - lost acknowledged writes: an increment a client saw acknowledged that is not in the final
 //   value (two acknowledgements of one value, or a value above the final one);
+// - stale reads: a read through Pinboard that returned less than a value acknowledged before
+//   the read was sent (an old owner still answering);
 // - replayed bodies: a request body delivered to a worker more than once;
 // - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
 //   counter's own refusals.
@@ -20,8 +22,12 @@ export type WorkerEvent =
 
 /** What one client request was told. */
 export interface ClientRecord {
+  readonly kind: "increment" | "read"
   readonly op: string
   readonly id: string
+  /** When it was sent and when its answer was in (ms). */
+  readonly sentAt: number
+  readonly answeredAt: number
   readonly status?: number
   readonly body?: string
   /** The request failed without an answer (a Pinboard killed, a connection reset). */
@@ -49,6 +55,8 @@ export interface AuditResult {
   readonly activations: number
   readonly doubleActivations: number
   readonly lostAcknowledged: number
+  readonly reads: number
+  readonly staleReads: number
   readonly replayedBodies: number
   readonly unknownErrors: number
   /** Non-success answers by `status body`. */
@@ -119,6 +127,8 @@ export const audit = (input: AuditInput): AuditResult => {
   let acknowledged = 0
   let lostAcknowledged = 0
   let unknownErrors = 0
+  const acks = new Map<string, Array<{ readonly at: number; readonly value: number }>>()
+  const reads: Array<{ readonly record: ClientRecord; readonly value: number }> = []
   for (const record of input.clients) {
     if (record.status === undefined) {
       count(unanswered, record.error ?? "no answer")
@@ -131,6 +141,10 @@ export const audit = (input: AuditInput): AuditResult => {
         problems.push(`${record.op}: 200 with an unreadable body ${JSON.stringify(record.body)}`)
         continue
       }
+      if (record.kind === "read") {
+        reads.push({ record, value })
+        continue
+      }
       acknowledged++
       const values = acked.get(record.id) ?? new Map<number, string>()
       acked.set(record.id, values)
@@ -140,6 +154,9 @@ export const audit = (input: AuditInput): AuditResult => {
         problems.push(`${record.id}: value ${value} acknowledged to both ${earlier} and ${record.op}`)
       }
       values.set(value, record.op)
+      const list = acks.get(record.id) ?? []
+      acks.set(record.id, list)
+      list.push({ at: record.answeredAt, value })
       continue
     }
     const answer = `${record.status} ${record.body ?? ""}`
@@ -147,6 +164,20 @@ export const audit = (input: AuditInput): AuditResult => {
     if (!known.has(answer)) {
       unknownErrors++
       problems.push(`${record.op}: unknown answer ${answer}`)
+    }
+  }
+  // A read sent after an acknowledgement must see that value or a later one.
+  let staleReads = 0
+  for (const list of acks.values()) list.sort((a, b) => a.at - b.at)
+  for (const { record, value } of reads) {
+    let seen = -1
+    for (const ack of acks.get(record.id) ?? []) {
+      if (ack.at >= record.sentAt) break
+      seen = Math.max(seen, ack.value)
+    }
+    if (value < seen) {
+      staleReads++
+      problems.push(`${record.id}: ${record.op} read ${value} after ${seen} was acknowledged`)
     }
   }
   for (const [id, values] of acked) {
@@ -166,6 +197,8 @@ export const audit = (input: AuditInput): AuditResult => {
     activations,
     doubleActivations,
     lostAcknowledged,
+    reads: reads.length,
+    staleReads,
     replayedBodies,
     unknownErrors,
     answers,

@@ -8,7 +8,7 @@
 // SIGUSR1 closes the listening port for `portClosedMs` while the lease goes on (a worker whose
 // port is gone but which stays registered); SIGTERM stops it gracefully.
 import { appendFileSync } from "node:fs"
-import type { IncomingMessage } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { Redis } from "ioredis"
 import { defineInstance, FencedStore, StaleEpochError, startWorker } from "../../src/worker/index.js"
 import type { WorkerEvent } from "./audit.js"
@@ -35,10 +35,18 @@ const readText = async (req: IncomingMessage): Promise<string> => {
   return text
 }
 
+const reply = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" })
+  res.end(JSON.stringify(body))
+}
+
 interface Counter {
+  /** The value last stored: an increment counts only once its write is accepted. */
   count: number
   /** A newer activation claimed the id before this one could: it must not serve. */
   readonly stale: boolean
+  /** Increments of one activation run one after another. */
+  turn: Promise<unknown>
 }
 
 const counter = defineInstance<Counter>({
@@ -47,11 +55,11 @@ const counter = defineInstance<Counter>({
       const stored = await store.claim(`${namespace}/${id}`, epoch)
       const count = stored === undefined ? 0 : Number(stored.toString())
       log({ t: Date.now(), worker: spec.worker, ev: "activate", id, epoch, value: count })
-      return { count, stale: false }
+      return { count, stale: false, turn: Promise.resolve() }
     } catch (error) {
       if (!(error instanceof StaleEpochError)) throw error
       log({ t: Date.now(), worker: spec.worker, ev: "stale", id, epoch })
-      return { count: 0, stale: true }
+      return { count: 0, stale: true, turn: Promise.resolve() }
     }
   },
   deactivate: (_state, reason, { id, epoch }) => log({ t: Date.now(), worker: spec.worker, ev: "deactivate", id, epoch, reason }),
@@ -60,22 +68,26 @@ const counter = defineInstance<Counter>({
       const op = await readText(req)
       const { namespace, id, epoch } = activation
       log({ t: Date.now(), worker: spec.worker, ev: "deliver", id, epoch, op })
-      const reply = (status: number, body: unknown) => {
-        res.writeHead(status, { "content-type": "application/json" })
-        res.end(JSON.stringify(body))
+      if (state.stale) return reply(res, 409, { error: "stale epoch" })
+      const increment = async () => {
+        const value = state.count + 1
+        try {
+          await store.write(`${namespace}/${id}`, String(value), epoch)
+        } catch (error) {
+          if (!(error instanceof StaleEpochError)) return reply(res, 503, { error: "storage unavailable" })
+          log({ t: Date.now(), worker: spec.worker, ev: "stale", id, epoch })
+          return reply(res, 409, { error: "stale epoch" })
+        }
+        state.count = value
+        log({ t: Date.now(), worker: spec.worker, ev: "write", id, epoch, value, op })
+        reply(res, 200, { value, epoch, worker: spec.worker })
       }
-      if (state.stale) return reply(409, { error: "stale epoch" })
-      const value = ++state.count
-      try {
-        await store.write(`${namespace}/${id}`, String(value), epoch)
-      } catch (error) {
-        if (!(error instanceof StaleEpochError)) return reply(503, { error: "storage unavailable" })
-        log({ t: Date.now(), worker: spec.worker, ev: "stale", id, epoch })
-        return reply(409, { error: "stale epoch" })
-      }
-      log({ t: Date.now(), worker: spec.worker, ev: "write", id, epoch, value, op })
-      reply(200, { value, epoch, worker: spec.worker })
-    }
+      const mine = state.turn.then(increment)
+      state.turn = mine
+      await mine
+    },
+    "GET /value": ({ state, activation }, res) =>
+      state.stale ? reply(res, 409, { error: "stale epoch" }) : reply(res, 200, { value: state.count, epoch: activation.epoch, worker: spec.worker })
   },
   idleTimeoutMs: spec.idleMs
 })

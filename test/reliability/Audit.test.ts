@@ -1,16 +1,34 @@
 // The chaos audit finds what it is there to find: double activations, lost acknowledged
-// writes, replayed bodies and unknown errors (reliability/chaos/audit.ts).
+// writes, stale reads, replayed bodies and unknown errors (reliability/chaos/audit.ts).
 import { describe, expect, it } from "vitest"
 import { audit, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
 
 const known = [{ status: 503, body: '{"error":"registry cold start, retry"}' }]
 const write = (worker: string, id: string, epoch: string, value: number, op: string): WorkerEvent => ({ t: 0, worker, ev: "write", id, epoch, value, op })
 const deliver = (worker: string, id: string, epoch: string, op: string): WorkerEvent => ({ t: 0, worker, ev: "deliver", id, epoch, op })
-const acked = (id: string, op: string, value: number): ClientRecord => ({ op, id, status: 200, body: JSON.stringify({ value }) })
+const acked = (id: string, op: string, value: number, answeredAt = 0): ClientRecord => ({
+  kind: "increment",
+  op,
+  id,
+  sentAt: 0,
+  answeredAt,
+  status: 200,
+  body: JSON.stringify({ value })
+})
+const answer = (op: string, status: number, body: string): ClientRecord => ({ kind: "increment", op, id: "c1", sentAt: 0, answeredAt: 0, status, body })
+const read = (op: string, value: number, sentAt: number): ClientRecord => ({
+  kind: "read",
+  op,
+  id: "c1",
+  sentAt,
+  answeredAt: sentAt + 1,
+  status: 200,
+  body: JSON.stringify({ value })
+})
 
 const clean = {
   events: [deliver("w1", "c1", "1", "a"), write("w1", "c1", "1", 1, "a"), deliver("w2", "c1", "2", "b"), write("w2", "c1", "2", 2, "b")],
-  clients: [acked("c1", "a", 1), acked("c1", "b", 2), { op: "c", id: "c1", status: 503, body: '{"error":"registry cold start, retry"}' }],
+  clients: [acked("c1", "a", 1, 10), acked("c1", "b", 2, 20), answer("c", 503, '{"error":"registry cold start, retry"}'), read("r", 1, 15)],
   finalValues: new Map([["c1", 2]]),
   known
 }
@@ -18,7 +36,7 @@ const clean = {
 describe("the chaos audit", () => {
   it("passes a clean history", () => {
     const result = audit(clean)
-    expect(result).toMatchObject({ requests: 3, acknowledged: 2, doubleActivations: 0, lostAcknowledged: 0, replayedBodies: 0, unknownErrors: 0 })
+    expect(result).toMatchObject({ requests: 4, acknowledged: 2, reads: 1, doubleActivations: 0, lostAcknowledged: 0, staleReads: 0, replayedBodies: 0, unknownErrors: 0 })
     expect(result.problems).toEqual([])
   })
 
@@ -37,6 +55,11 @@ describe("the chaos audit", () => {
     expect(audit({ ...clean, finalValues: new Map([["c1", 1]]) }).lostAcknowledged).toBe(1)
   })
 
+  it("counts a read sent after an acknowledgement that returned less", () => {
+    expect(audit({ ...clean, clients: [...clean.clients, read("s", 1, 25)] }).staleReads).toBe(1)
+    expect(audit({ ...clean, clients: [...clean.clients, read("s", 1, 20)] }).staleReads).toBe(0)
+  })
+
   it("counts a body delivered twice", () => {
     expect(audit({ ...clean, events: [...clean.events, deliver("w2", "c1", "2", "a")] }).replayedBodies).toBe(1)
   })
@@ -44,13 +67,13 @@ describe("the chaos audit", () => {
   it("counts an answer that is no catalogue row, nor a 200 with a value", () => {
     const result = audit({
       ...clean,
-      clients: [...clean.clients, { op: "e", id: "c1", status: 500, body: "oops" }, { op: "f", id: "c1", status: 200, body: "??" }]
+      clients: [...clean.clients, answer("e", 500, "oops"), answer("f", 200, "??")]
     })
     expect(result.unknownErrors).toBe(2)
   })
 
   it("counts requests without an answer apart, by error", () => {
-    const result = audit({ ...clean, clients: [...clean.clients, { op: "g", id: "c1", error: "ECONNREFUSED" }] })
+    const result = audit({ ...clean, clients: [...clean.clients, { kind: "increment", op: "g", id: "c1", sentAt: 0, answeredAt: 0, error: "ECONNREFUSED" }] })
     expect(result.unanswered.get("ECONNREFUSED")).toBe(1)
     expect(result.unknownErrors).toBe(0)
   })
