@@ -29,6 +29,18 @@ export const WIND_DOWN_MARGIN_MS = 1_000
  */
 export const RELEASED_MEMORY_MS = 70_000
 
+/** Idle evictions release their placements this many at a time, not one connection each at once. */
+const RELEASES_AT_ONCE = 8
+
+/** Runs `f` over `items`, at most `width` at a time. */
+const inTurns = async <A>(items: ReadonlyArray<A>, width: number, f: (item: A) => Promise<unknown>): Promise<void> => {
+  let next = 0
+  const lane = async () => {
+    while (next < items.length) await f(items[next++]!)
+  }
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane))
+}
+
 /** Why a request gets no activation. */
 export type Refusal = "lease-unhealthy" | "released"
 
@@ -130,7 +142,7 @@ export class Activations {
         a.uses === 0 &&
         now - a.lastUsedAt >= (a.definition.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS)
     )
-    return Promise.all(idle.map((a) => this.teardown(a, "idle", true)))
+    return inTurns(idle, RELEASES_AT_ONCE, (a) => this.teardown(a, "idle", true))
   }
 
   /** Placements Pinboard listed for wind-down: the hook runs, then the placement is released. */
