@@ -1,7 +1,7 @@
 // The processes of a benchmark: spawned (pinned to a core when taskset is present), read line
 // by line, and stopped by pid, every one of them on every way out.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { createInterface } from "node:readline"
 
 export const hasTaskset = spawnSync("taskset", ["-V"], { stdio: "ignore" }).status === 0
@@ -116,6 +116,25 @@ export const cpuSeconds = (pid: number): number => {
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
   } catch {
     return 0
+  }
+}
+
+/** Resident set size in KiB (VmRSS), or undefined when the process is gone. */
+export const rssKiB = (pid: number): number | undefined => {
+  try {
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+    return match ? Number(match[1]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Open file descriptors (sockets included), or undefined when the process is gone. */
+export const openFds = (pid: number): number | undefined => {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length
+  } catch {
+    return undefined
   }
 }
 

@@ -27,7 +27,8 @@ import { loadCatalogue, makeClassifier } from "./fuzz/catalogue.js"
 import { attestationInput, jwsInput } from "./fuzz/auth.js"
 import { CATEGORIES, initIdPool, requestBytes, type Category, type Input, type World } from "./fuzz/common.js"
 import { runControls, type ControlResult } from "./fuzz/controls.js"
-import { fdCounts, isAlive, LEASE_MS, rssKiB, socketPeers, startFleet, stopAllSync, TOKEN, type Fleet } from "./fuzz/fleet.js"
+import { rssKiB } from "../bench/processes.js"
+import { fdCounts, isAlive, LEASE_MS, socketPeers, startFleet, stopAllSync, TOKEN, type Fleet } from "./fuzz/fleet.js"
 import {
   bodyInput,
   headersInput,

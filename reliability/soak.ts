@@ -41,8 +41,11 @@ import { Redis } from "ioredis"
 import { freePort, startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 import { HeapProbe } from "./soak/inspector.js"
 import { Load } from "./soak/load.js"
-import { cpuSeconds, killAllSync, openFds, rssBytes, spawnNode, stopChild, type Child } from "./soak/processes.js"
+import { cpuSeconds, openFds, rssKiB } from "../bench/processes.js"
+import { killAllSync, spawnNode, stopChild, type Child } from "./soak/processes.js"
 import { compare, comparisonLine, mb, sampleLine, windowsFor, type Sample } from "./soak/report.js"
+
+const bytesOf = (kib: number | undefined): number | undefined => (kib === undefined ? undefined : kib * 1024)
 
 const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
 const WORKER = new URL("./soak/worker.js", import.meta.url).pathname
@@ -334,11 +337,11 @@ const main = async (): Promise<number> => {
     const { http, ws } = load.takeInterval()
     const sample: Sample = {
       t: dueS,
-      pinboardRss: rssBytes(pid),
+      pinboardRss: bytesOf(rssKiB(pid)),
       heapUsed: heap?.used,
       heapTotal: heap?.total,
       pinboardFds: openFds(pid),
-      pinboardCpu: cpu === undefined || lastCpu === undefined ? undefined : ((cpu - lastCpu) / ((now - lastAt) / 1000)) * 100,
+      pinboardCpu: ((cpu - lastCpu) / ((now - lastAt) / 1000)) * 100,
       redisUsed: infoField(info, "used_memory"),
       redisRss: infoField(info, "used_memory_rss"),
       dbsize,

@@ -181,16 +181,6 @@ export const stopAllSync = (): void => {
 
 // ---- what the process holds ----------------------------------------------------------------
 
-/** Resident set size in KiB (VmRSS), or undefined when the process is gone. */
-export const rssKiB = (pid: number): number | undefined => {
-  try {
-    const match = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+)\s+kB/m)
-    return match ? Number(match[1]) : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** Open file descriptors, and how many of them are sockets. */
 export const fdCounts = (pid: number): { readonly fds: number; readonly sockets: number } | undefined => {
   try {

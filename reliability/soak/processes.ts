@@ -2,7 +2,6 @@
 // for a failure report), watched for exits nobody asked for, and stopped by pid on every way
 // out (normal end, SIGINT/SIGTERM, an uncaught error, the hard time limit).
 import { spawn, type ChildProcess } from "node:child_process"
-import { readFileSync, readdirSync } from "node:fs"
 import { createInterface } from "node:readline"
 
 const KEPT_LINES = 100
@@ -119,33 +118,3 @@ export const killAllSync = (): void => {
 }
 
 export const liveChildren = (): number => running.size
-
-/** Resident set size in bytes, from /proc/<pid>/status (undefined when unreadable). */
-export const rssBytes = (pid: number): number | undefined => {
-  try {
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]
-    return kb === undefined ? undefined : Number(kb) * 1024
-  } catch {
-    return undefined
-  }
-}
-
-/** Open file descriptors (sockets included), from /proc/<pid>/fd. */
-export const openFds = (pid: number): number | undefined => {
-  try {
-    return readdirSync(`/proc/${pid}/fd`).length
-  } catch {
-    return undefined
-  }
-}
-
-/** User plus system CPU seconds so far, from /proc/<pid>/stat (clock ticks assumed 100/s). */
-export const cpuSeconds = (pid: number): number | undefined => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return undefined
-  }
-}
