@@ -1,6 +1,9 @@
 // What the two registry layers (Memory, Redis) implement: the per-bucket operations of the
 // reference model with `now` passed in, and the all-bucket operations fanned out at once.
 // Registry.ts puts Clock, Random, bucket hashing and the API's answers around it.
+//
+// A fan-out reports bucket by bucket: on a Redis Cluster one shard can be down while the
+// others answer, and the buckets that answered must still count (issue 7).
 import type { Effect } from "effect"
 import type {
   BucketHeartbeat,
@@ -18,14 +21,25 @@ import type { RegistryUnavailable } from "../Errors.js"
 
 type Op<A> = Effect.Effect<A, RegistryUnavailable>
 
+/** An all-bucket operation's outcome: the answers of the buckets reached, and the rest. */
+export interface FanOut<A> {
+  /** Bucket number and answer, in bucket order. */
+  readonly reached: ReadonlyArray<readonly [number, A]>
+  readonly unreached: ReadonlyArray<number>
+  /** Why the first unreached bucket was not reached. */
+  readonly cause?: unknown
+}
+
+type Every<A> = Effect.Effect<FanOut<A>>
+
 export interface RegistryBackend {
   readonly buckets: number
-  // every bucket, in one round trip
-  readonly register: (now: number, registration: WorkerRegistration) => Op<void>
-  readonly heartbeat: (now: number, beat: WorkerHeartbeat) => Op<ReadonlyArray<BucketHeartbeat>>
-  readonly deregister: (now: number, worker: string, incarnation: string) => Op<void>
-  readonly nack: (now: number, worker: string) => Op<void>
-  readonly sweep: (now: number) => Op<void>
+  // every bucket, one round trip per shard
+  readonly register: (now: number, registration: WorkerRegistration) => Every<void>
+  readonly heartbeat: (now: number, beat: WorkerHeartbeat) => Every<BucketHeartbeat>
+  readonly deregister: (now: number, worker: string, incarnation: string) => Every<void>
+  readonly nack: (now: number, worker: string) => Every<void>
+  readonly sweep: (now: number) => Every<void>
   // one bucket, one atomic operation
   readonly resolve: (bucket: number, now: number, query: ResolveQuery) => Op<ResolveOutcome>
   readonly release: (bucket: number, now: number, key: PlacementKey, epoch: string) => Op<CasOutcome>
@@ -33,6 +47,7 @@ export interface RegistryBackend {
   readonly beginWindDown: (bucket: number, now: number, key: PlacementKey, epoch: string) => Op<WindDownOutcome>
   // reads
   readonly placement: (bucket: number, now: number, key: PlacementKey) => Op<PlacementView | undefined>
+  /** Every bucket holds the whole membership: read from the first bucket that answers. */
   readonly workers: (now: number) => Op<ReadonlyArray<WorkerView>>
   /** The registry's own clock in ms, for the `/readyz` skew check. */
   readonly time: Op<number>

@@ -1,6 +1,6 @@
 // The embedded registry: the reference model held in process memory (DESIGN 1).
 import { Effect } from "effect"
-import type { RegistryBackend } from "./Backend.js"
+import type { FanOut, RegistryBackend } from "./Backend.js"
 import type { RegistryPolicy } from "./Domain.js"
 import * as Model from "./Model.js"
 
@@ -13,12 +13,13 @@ export interface MemoryBackend extends RegistryBackend {
 
 export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): MemoryBackend => {
   const state = Array.from({ length: buckets }, Model.emptyBucket)
-  const each = (f: (bucket: Model.BucketState) => void) => Effect.sync(() => state.forEach(f))
+  const each = <A>(f: (bucket: Model.BucketState) => A): Effect.Effect<FanOut<A>> =>
+    Effect.sync(() => ({ reached: state.map((b, i) => [i, f(b)] as const), unreached: [] }))
   const one = <A>(bucket: number, f: (bucket: Model.BucketState) => A) => Effect.sync(() => f(state[bucket]!))
   return {
     buckets,
     register: (now, registration) => each((b) => Model.register(b, now, registration, policy)),
-    heartbeat: (now, beat) => Effect.sync(() => state.map((b) => Model.heartbeat(b, now, beat, policy))),
+    heartbeat: (now, beat) => each((b) => Model.heartbeat(b, now, beat, policy)),
     deregister: (_now, worker, incarnation) => each((b) => Model.deregister(b, worker, incarnation)),
     nack: (now, worker) => each((b) => Model.nack(b, now, worker, policy)),
     sweep: (now) => each((b) => Model.sweep(b, now)),

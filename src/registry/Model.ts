@@ -51,6 +51,16 @@ const touch = (state: BucketState, now: number): void => {
   if (state.epoch === undefined) state.epoch = BigInt(now) * 1_000_000n
 }
 
+/**
+ * One more than the last epoch, and never below `now` followed by six zeros: a Redis failover
+ * can lose the counter's last increments, and the clock keeps the epochs increasing anyway.
+ */
+const nextEpoch = (last: bigint, now: number): bigint => {
+  const next = last + 1n
+  const floor = BigInt(now) * 1_000_000n
+  return next > floor ? next : floor
+}
+
 const isLive = (state: BucketState, row: PlacementRow, now: number): boolean => {
   const owner = state.workers.get(row.worker)
   return (
@@ -208,7 +218,7 @@ export const resolve = (
   })
   if (chosen === undefined) return { _tag: "NoLiveBackends" }
   const owner = state.workers.get(chosen)!
-  state.epoch = state.epoch! + 1n
+  state.epoch = nextEpoch(state.epoch!, now)
   const row: PlacementRow = {
     env: query.env,
     namespace: query.namespace,

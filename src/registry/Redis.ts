@@ -1,12 +1,14 @@
 // The registry on Redis (DESIGN 3): one Lua script per operation, every script on one
 // bucket. ioredis loads each script once per connection and then calls it by sha
-// (EVALSHA, reloaded on NOSCRIPT); auto-pipelining sends an all-bucket fan-out as one
-// pipeline per node.
+// (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out goes as one pipeline per shard
+// (one in all on a single server) and reports bucket by bucket, so a dead shard fails only
+// its own buckets.
 import { readFileSync } from "node:fs"
+import keySlot from "cluster-key-slot"
 import { Effect } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
-import type { RegistryBackend } from "./Backend.js"
+import type { FanOut, RegistryBackend } from "./Backend.js"
 import { makeBatcher } from "./Batcher.js"
 import {
   memberKey,
@@ -67,6 +69,33 @@ export const clientOptions = {
   retryStrategy: (times: number) => Math.min(times * 100, 1000)
 } as const
 
+/**
+ * Cluster options: the same fast failure per node, and a bounded retry while a shard fails
+ * over (a closed connection or CLUSTERDOWN is retried every 100 ms, at most 8 times), so a
+ * dead shard's buckets answer 503 within about a second and the others are not held up.
+ * No auto-pipelining: after a failover ioredis 5 answers auto-pipelined commands with the
+ * MOVED error itself instead of following it (seen with a local cluster); the resolve
+ * batcher and the per-shard fan-out pipelines do the grouping instead.
+ */
+export const clusterOptions = {
+  enableAutoPipelining: false,
+  enableOfflineQueue: false,
+  lazyConnect: true,
+  maxRedirections: 8,
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnTryAgain: 100,
+  slotsRefreshTimeout: REGISTRY_CALL_TIMEOUT_MS,
+  redisOptions: clientOptions
+} as const
+
+/** `host:port` entries (an IPv6 host in brackets) as ioredis Cluster start-up nodes. */
+export const clusterNodes = (entries: ReadonlyArray<string>): Array<{ host: string; port: number }> =>
+  entries.map((entry) => {
+    const colon = entry.lastIndexOf(":")
+    return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(entry.slice(colon + 1)) }
+  })
+
 export const makeRedisBackend = (
   client: RedisClient,
   options: { readonly prefix: string; readonly buckets: number; readonly policy: RegistryPolicy }
@@ -83,8 +112,10 @@ export const makeRedisBackend = (
     Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
   const one = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) =>
     attempt(() => call<A>(name, bucket, now, args))
-  const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>) =>
-    attempt(() => Promise.all(tags.map((_, bucket) => call<A>(name, bucket, now, args))))
+  const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<A>> =>
+    Effect.promise(() => fanOut<A>(client, tags, `pinboard_${name}`, [String(now), ...args]))
+  const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<void>> =>
+    Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) }))
   const keyArgs = (key: PlacementKey) => [key.env, key.namespace, key.id]
   const policyArgs = [
     String(policy.leaseMs),
@@ -103,7 +134,7 @@ export const makeRedisBackend = (
   return {
     buckets,
     register: (now, r) =>
-      every("register", now, [
+      everyVoid("register", now, [
         r.worker,
         r.incarnation,
         r.advertiseUrl,
@@ -112,7 +143,7 @@ export const makeRedisBackend = (
         flag(r.draining),
         JSON.stringify(r.namespaces),
         r.namespaces.map((n) => memberKey(n.env, n.namespace)).join("\n")
-      ]).pipe(Effect.asVoid),
+      ]),
     heartbeat: (now, beat) =>
       every<Reply>("heartbeat", now, [
         beat.worker,
@@ -121,10 +152,10 @@ export const makeRedisBackend = (
         String(beat.headroom),
         flag(beat.draining),
         flag(beat.degraded)
-      ]).pipe(Effect.map((replies) => replies.map(decodeHeartbeat))),
-    deregister: (now, worker, incarnation) => every("deregister", now, [worker, incarnation]).pipe(Effect.asVoid),
-    nack: (now, worker) => every("nack", now, [worker, String(policy.nackWindowMs)]).pipe(Effect.asVoid),
-    sweep: (now) => every("sweep", now, []).pipe(Effect.asVoid),
+      ]).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeHeartbeat(reply)] as const) }))),
+    deregister: (now, worker, incarnation) => everyVoid("deregister", now, [worker, incarnation]),
+    nack: (now, worker) => everyVoid("nack", now, [worker, String(policy.nackWindowMs)]),
+    sweep: (now) => everyVoid("sweep", now, []),
     resolve: (bucket, now, query) => resolveBatched(bucket, packResolve(now, query)),
     release: (bucket, now, key, epoch) =>
       one<Reply>("release", bucket, now, [...keyArgs(key), epoch]).pipe(Effect.map(decodeCas)),
@@ -136,14 +167,60 @@ export const makeRedisBackend = (
       ),
     placement: (bucket, now, key) =>
       one<Reply>("placement", bucket, now, keyArgs(key)).pipe(Effect.map((reply) => decodePlacement(key, reply))),
+    // Bucket 0 (as the embedded registry), else the first other shard that answers, asked at once.
     workers: (now) =>
-      one<ReadonlyArray<Reply>>("workers", 0, now, []).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
+      attempt(() => {
+        const [first, ...others] = byShard(client, tags).map((buckets) => call<ReadonlyArray<Reply>>("workers", buckets[0]!, now, []))
+        for (const other of others) other.catch(() => undefined)
+        return first!.catch((cause: unknown) => (others.length === 0 ? Promise.reject(cause) : Promise.any(others)))
+      }).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
     time: attempt(() => client.time()).pipe(
       Effect.map((time) => {
         const [seconds, micros] = time as unknown as [string, string]
         return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
       })
     )
+  }
+}
+
+/** The buckets of each shard (by the nodes serving their hash tag's slot); one group on a single server. */
+const byShard = (client: RedisClient, tags: ReadonlyArray<string>): ReadonlyArray<ReadonlyArray<number>> => {
+  if (!(client instanceof Cluster)) return [tags.map((_, bucket) => bucket)]
+  const groups = new Map<string, Array<number>>()
+  tags.forEach((tag, bucket) => {
+    const shard = client.slots[keySlot(tag)]?.join(";") ?? ""
+    groups.set(shard, [...(groups.get(shard) ?? []), bucket])
+  })
+  return [...groups.values()]
+}
+
+/** Runs one script on every bucket, one pipeline per shard; never fails as a whole. */
+const fanOut = async <A>(
+  client: RedisClient,
+  tags: ReadonlyArray<string>,
+  command: string,
+  args: ReadonlyArray<string>
+): Promise<FanOut<A>> => {
+  const answers: Array<{ readonly bucket: number; readonly ok: boolean; readonly value: unknown }> = []
+  await Promise.all(
+    byShard(client, tags).map(async (buckets) => {
+      const pipeline = client.pipeline() as unknown as Record<string, (...a: Array<string>) => void> & {
+        exec: () => Promise<Array<[Error | null, unknown]> | null>
+      }
+      for (const bucket of buckets) pipeline[command]!(`${tags[bucket]}:cold`, tags[bucket]!, ...args)
+      const results = await pipeline.exec().catch((cause: unknown) => buckets.map(() => [cause, undefined] as const))
+      buckets.forEach((bucket, i) => {
+        const [error, value] = results?.[i] ?? [new Error("no reply"), undefined]
+        answers.push(error === null ? { bucket, ok: true, value } : { bucket, ok: false, value: error })
+      })
+    })
+  )
+  answers.sort((a, b) => a.bucket - b.bucket)
+  const failed = answers.filter((a) => !a.ok)
+  return {
+    reached: answers.filter((a) => a.ok).map((a) => [a.bucket, a.value as A] as const),
+    unreached: failed.map((a) => a.bucket),
+    ...(failed.length > 0 ? { cause: failed[0]!.value } : {})
   }
 }
 

@@ -11,7 +11,7 @@ import {
   RegistryUnavailable,
   UnknownNamespace
 } from "../Errors.js"
-import type { RegistryBackend } from "./Backend.js"
+import type { FanOut, RegistryBackend } from "./Backend.js"
 import { bucketOf } from "./Bucket.js"
 import type {
   CasOutcome,
@@ -25,7 +25,7 @@ import type {
   WorkerView
 } from "./Domain.js"
 import { makeMemoryBackend } from "./Memory.js"
-import { clientOptions, defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
+import { clientOptions, clusterNodes, clusterOptions, defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
 
 export interface RegisterInput {
   readonly worker: string
@@ -41,6 +41,9 @@ export interface RegisterAnswer {
   readonly leaseMs: number
   readonly heartbeatMs: number
   readonly leaseExpiresAt: number
+  readonly buckets: number
+  /** Buckets whose shard this call did not reach: the lease does not hold for their ids. */
+  readonly unrenewed: ReadonlyArray<number>
 }
 
 export interface HeartbeatInput {
@@ -53,6 +56,8 @@ export interface HeartbeatInput {
 export interface HeartbeatAnswer {
   readonly leaseExpiresAt: number
   readonly windDown: ReadonlyArray<WindDownEntry>
+  /** Buckets whose shard this call did not reach: the lease was not renewed for their ids. */
+  readonly unrenewed: ReadonlyArray<number>
 }
 
 export interface ResolveRequest extends PlacementKey {
@@ -103,6 +108,14 @@ const newIncarnation = Effect.map(hex32, (parts) => parts.join(""))
 const byDeadline = (a: WindDownEntry, b: WindDownEntry): number =>
   a.deadline - b.deadline || (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
+/** A fan-out that reached no bucket at all is the registry being unavailable. */
+const reachedAny = <A>(out: FanOut<A>): Effect.Effect<FanOut<A>, RegistryUnavailable> =>
+  out.reached.length > 0 ? Effect.succeed(out) : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
+
+/** A fan-out that must reach every bucket (a retry finishes the job: these calls are idempotent). */
+const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
+  out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
+
 const placedOrRefused = (outcome: ResolveOutcome): Effect.Effect<Placement, UnknownNamespace | RegistryColdStart | NoLiveBackends> => {
   switch (outcome._tag) {
     case "Placed":
@@ -131,27 +144,30 @@ export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): 
       Effect.gen(function* () {
         const at = yield* now
         const incarnation = yield* newIncarnation
-        yield* backend.register(at, { ...input, incarnation })
+        const out = yield* Effect.flatMap(backend.register(at, { ...input, incarnation }), reachedAny)
         return {
           worker: input.worker,
           incarnation,
           leaseMs: policy.leaseMs,
           heartbeatMs: Math.floor(policy.leaseMs / 3),
-          leaseExpiresAt: at + policy.leaseMs
+          leaseExpiresAt: at + policy.leaseMs,
+          buckets: backend.buckets,
+          unrenewed: out.unreached
         }
       }),
     heartbeat: (worker, input) =>
       Effect.gen(function* () {
         const at = yield* now
-        const answers = yield* backend.heartbeat(at, { worker, ...input })
+        const out = yield* Effect.flatMap(backend.heartbeat(at, { worker, ...input }), reachedAny)
         const windDown: Array<WindDownEntry> = []
-        for (const answer of answers) {
+        for (const [, answer] of out.reached) {
           if (answer._tag === "LeaseLost") return yield* new LeaseLost()
           windDown.push(...answer.windDown)
         }
-        return { leaseExpiresAt: at + policy.leaseMs, windDown: windDown.sort(byDeadline) }
+        return { leaseExpiresAt: at + policy.leaseMs, windDown: windDown.sort(byDeadline), unrenewed: out.unreached }
       }),
-    deregister: (worker, incarnation) => Effect.flatMap(now, (at) => backend.deregister(at, worker, incarnation)),
+    deregister: (worker, incarnation) =>
+      Effect.flatMap(now, (at) => backend.deregister(at, worker, incarnation)).pipe(Effect.flatMap(reachedAll)),
     resolve: (request) =>
       Effect.flatMap(now, (at) =>
         Effect.flatMap(twoRandomNumbers, (dice) =>
@@ -170,14 +186,14 @@ export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): 
       ).pipe(Effect.flatMap(placedOrRefused)),
     release: (key, epoch) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch)),
     tag: (key, epoch, value) => Effect.flatMap(now, (at) => backend.tag(bucket(key), at, key, epoch, value)),
-    nack: (worker) => Effect.flatMap(now, (at) => backend.nack(at, worker)),
+    nack: (worker) => Effect.flatMap(now, (at) => backend.nack(at, worker)).pipe(Effect.flatMap(reachedAny), Effect.asVoid),
     beginWindDown: (key, epoch) => Effect.flatMap(now, (at) => backend.beginWindDown(bucket(key), at, key, epoch)),
     placement: (key) =>
       Effect.flatMap(now, (at) => backend.placement(bucket(key), at, key)).pipe(
         Effect.flatMap((view) => (view === undefined ? new NotPlaced() : Effect.succeed(view)))
       ),
     workers: Effect.flatMap(now, (at) => backend.workers(at)),
-    sweep: Effect.flatMap(now, (at) => backend.sweep(at)),
+    sweep: Effect.flatMap(now, (at) => backend.sweep(at)).pipe(Effect.flatMap(reachedAll)),
     clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
   }
 }
@@ -194,19 +210,13 @@ const connectRedis = (config: PinboardConfig) =>
     Effect.promise(async (): Promise<RedisClient> => {
       const client =
         config.redis.cluster !== undefined
-          ? new Cluster(
-              config.redis.cluster.map((node) => {
-                const [host, port] = node.split(":")
-                return { host: host!, port: Number(port) }
-              }),
-              { enableAutoPipelining: true, enableOfflineQueue: false, redisOptions: clientOptions }
-            )
+          ? new Cluster(clusterNodes(config.redis.cluster), clusterOptions)
           : new Redis(config.redis.url!, { ...clientOptions, lazyConnect: true })
       client.on("error", () => {
         // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
       })
       defineScripts(client)
-      if (client instanceof Redis) await client.connect().catch(() => undefined)
+      await client.connect().catch(() => undefined)
       return client
     }),
     (client) => Effect.sync(() => client.disconnect())

@@ -242,7 +242,9 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
         incarnation: expect.any(String),
         leaseMs: LEASE_MS,
         heartbeatMs: 333,
-        leaseExpiresAt: expect.any(Number)
+        leaseExpiresAt: expect.any(Number),
+        buckets: 16,
+        unrenewed: []
       })
       expect(field<string>(answer, "incarnation")).not.toBe("")
       expect(field<number>(answer, "leaseExpiresAt")).toBeGreaterThanOrEqual(before + LEASE_MS)
@@ -258,7 +260,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
       const before = Date.now()
       const renewed = await heartbeat(pb, "w1", { incarnation, headroom: 4 })
       const after = Date.now()
-      expectJson(renewed, 200, { leaseExpiresAt: expect.any(Number), windDown: [] })
+      expectJson(renewed, 200, { leaseExpiresAt: expect.any(Number), windDown: [], unrenewed: [] })
       expect(field<number>(renewed, "leaseExpiresAt")).toBeGreaterThanOrEqual(before + LEASE_MS)
       expect(field<number>(renewed, "leaseExpiresAt")).toBeLessThanOrEqual(after + LEASE_MS)
 
@@ -335,7 +337,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
       const incarnation = field<string>(answer, "incarnation")
       const other = await register(pb, { worker: "constructor", advertiseUrl: urlOf("w2"), namespaces: ["/toString"], headroom: 1 })
       expect(other.status, other.text).toBe(200)
-      expectJson(await heartbeat(pb, "__proto__", { incarnation, headroom: 2 }), 200, { leaseExpiresAt: expect.any(Number), windDown: [] })
+      expectJson(await heartbeat(pb, "__proto__", { incarnation, headroom: 2 }), 200, { leaseExpiresAt: expect.any(Number), windDown: [], unrenewed: [] })
       const listed = field<Array<{ worker: string; namespaces: Array<string> }>>({ json: await workersOf(pb) } as Answer, "workers")
       expect(listed.map((w) => [w.worker, [...w.namespaces].sort()]).sort()).toEqual([
         ["__proto__", ["/__proto__", "/constructor"]],

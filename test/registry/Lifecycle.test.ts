@@ -153,7 +153,7 @@ describe.each(subjects)("registry lifecycle (%s)", (_name, make) => {
       const deadline = T0 + LEASE + LEASE
       expect(started).toEqual({ _tag: "WindingDown", deadline })
       expect(yield* registry.beginWindDown(key("a"), placed.epoch)).toEqual({ _tag: "WindingDown", deadline })
-      expect(yield* beat("w1")).toEqual({ leaseExpiresAt: T0 + 2 * LEASE, windDown: [{ ...key("a"), epoch: placed.epoch, deadline }] })
+      expect(yield* beat("w1")).toEqual({ leaseExpiresAt: T0 + 2 * LEASE, windDown: [{ ...key("a"), epoch: placed.epoch, deadline }], unrenewed: [] })
       yield* TestClock.adjust(LEASE - 1)
       yield* beat("w1")
       expect((yield* registry.resolve(request("a"))).isNew).toBe(false)

@@ -1,8 +1,10 @@
-// A Redis backend on a test's own redis-server, plus a bucket wipe as an operator would do it.
-import { Redis } from "ioredis"
+// A Redis backend on a test's own redis-server or Redis Cluster, plus a bucket wipe as an
+// operator would do it.
+import { Cluster, Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
+import { startRedisCluster, type RedisCluster } from "./RedisCluster.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
-import { defineScripts, makeRedisBackend } from "../../src/registry/Redis.js"
+import { clusterNodes, clusterOptions, defineScripts, makeRedisBackend, type RedisClient } from "../../src/registry/Redis.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 
 export const connect = async (port: number): Promise<Redis> => {
@@ -12,17 +14,40 @@ export const connect = async (port: number): Promise<Redis> => {
   return client
 }
 
-export const redisBackend = (client: Redis, prefix: string, buckets: number, policy: RegistryPolicy) =>
+export const connectCluster = async (cluster: RedisCluster): Promise<Cluster> => {
+  const client = new Cluster(clusterNodes(cluster.seeds.split(",")), clusterOptions)
+  defineScripts(client)
+  await client.connect()
+  return client
+}
+
+export const redisBackend = (client: RedisClient, prefix: string, buckets: number, policy: RegistryPolicy) =>
   makeRedisBackend(client, { prefix, buckets, policy })
 
 /** Deletes every key of one bucket (its hash tag), as a partial wipe of Redis would. */
-export const wipeBucket = async (client: Redis, prefix: string, bucket: number): Promise<void> => {
-  const keys = await client.keys(`\\{${prefix}:${bucket}\\}*`)
-  if (keys.length > 0) await client.del(...keys)
+export const wipeBucket = async (client: RedisClient, prefix: string, bucket: number): Promise<void> => {
+  for (const node of client instanceof Cluster ? client.nodes("master") : [client]) {
+    const keys = await node.keys(`\\{${prefix}:${bucket}\\}*`)
+    if (keys.length > 0) await node.del(...keys)
+  }
 }
 
 export const countKeys = async (client: Redis, prefix: string): Promise<number> =>
   (await client.keys(`\\{${prefix}:*`)).length
+
+/** A local Redis Cluster (three masters, no replicas) and a connected client for one file. */
+export const useRedisCluster = (): { readonly server: RedisCluster; readonly client: Cluster } => {
+  const handle = {} as { server: RedisCluster; client: Cluster }
+  beforeAll(async () => {
+    handle.server = await startRedisCluster({ replicasPerMaster: 0 })
+    handle.client = await connectCluster(handle.server)
+  }, 60_000)
+  afterAll(async () => {
+    handle.client?.disconnect()
+    await handle.server?.stop()
+  })
+  return handle
+}
 
 /** A redis-server and a connected client for the tests of one file, stopped after them. */
 export const useRedis = (): { readonly server: RedisServer; readonly client: Redis } => {

@@ -10,6 +10,22 @@ local function touch()
   redis.call("SETNX", T .. ":epoch", nowText .. "000000")
 end
 
+-- One more than the last epoch, and never below <at> followed by six zeros: a failover can
+-- lose the counter's last increments, and the clock keeps the epochs increasing anyway.
+-- Compared as decimal strings (length, then text): epochs pass 2^53.
+local function nextEpoch(atText)
+  redis.call("INCR", T .. ":epoch")
+  local epoch = redis.call("GET", T .. ":epoch")
+  if tonumber(atText) > 0 then
+    local floor = atText .. "000000"
+    if #floor > #epoch or (#floor == #epoch and floor > epoch) then
+      redis.call("SET", T .. ":epoch", floor)
+      epoch = floor
+    end
+  end
+  return epoch
+end
+
 local function lines(text)
   local out = {}
   for line in string.gmatch(text or "", "[^\n]+") do out[#out + 1] = line end

@@ -81,8 +81,7 @@ local function resolveOne(query)
   if #candidates == 0 then return "none" end
   local chosen = choose(candidates, caller, affinity, tonumber(r1) / 67108864, tonumber(r2) / 67108864)
 
-  redis.call("INCR", T .. ":epoch")
-  local epoch = redis.call("GET", T .. ":epoch")
+  local epoch = nextEpoch(nowText)
   local owner = redis.call("HMGET", T .. ":w:" .. chosen.worker, "inc", "url")
   redis.call("HSET", pkey, "env", env, "ns", namespace, "id", id, "worker", chosen.worker, "inc", owner[1],
     "epoch", epoch, "placedAt", nowText, "host", hostname, "tag", "", "wd", "0")

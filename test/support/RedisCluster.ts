@@ -1,0 +1,264 @@
+// A real local Redis Cluster for tests and benchmarks: redis-server nodes with
+// --cluster-enabled on free loopback ports (data and bus ports both chosen free, never
+// 6379), joined by `redis-cli --cluster create`, each stopped by its pid.
+import { execFile, spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { freePort } from "./RedisServer.js"
+
+const run = promisify(execFile)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export interface ClusterNode {
+  readonly port: number
+  readonly pid: () => number | undefined
+  readonly running: () => boolean
+}
+
+export interface RedisCluster {
+  readonly nodes: ReadonlyArray<ClusterNode>
+  /** `host:port,host:port,...` as PINBOARD_REDIS_CLUSTER takes it. */
+  readonly seeds: string
+  /** The port of the master serving `slot`, as the cluster reports it now. */
+  readonly masterOf: (slot: number) => Promise<number>
+  /** The ports of the masters that serve slots now. */
+  readonly masters: () => Promise<ReadonlyArray<number>>
+  /** SIGKILL one node by pid. */
+  readonly kill: (port: number) => Promise<void>
+  /** Starts a killed node again on its port and directory (no persistence: it comes back empty). */
+  readonly restart: (port: number) => Promise<void>
+  /** Resolves once every running node reports cluster_state:ok and agrees on the masters. */
+  readonly waitHealthy: (timeoutMs?: number) => Promise<void>
+  /** Runs one redis-cli command against a node. */
+  readonly cli: (port: number, ...args: ReadonlyArray<string>) => Promise<string>
+  readonly stop: () => Promise<void>
+  readonly stopSync: () => void
+}
+
+export interface ClusterOptions {
+  readonly masters?: number
+  readonly replicasPerMaster?: number
+  /** cluster-node-timeout: how long a silent master takes to be failed over. */
+  readonly nodeTimeoutMs?: number
+}
+
+interface NodeState {
+  readonly port: number
+  readonly busPort: number
+  readonly dir: string
+  child: ChildProcess | undefined
+}
+
+const isRunning = (child: ChildProcess | undefined): boolean =>
+  child !== undefined && child.exitCode === null && child.signalCode === null
+
+export const startRedisCluster = async (options: ClusterOptions = {}): Promise<RedisCluster> => {
+  const masters = options.masters ?? 3
+  const replicas = options.replicasPerMaster ?? 1
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 1000
+  const count = masters * (1 + replicas)
+  const states: Array<NodeState> = []
+  const taken = new Set<number>()
+  const pickPort = async (): Promise<number> => {
+    for (;;) {
+      const port = await freePort()
+      if (port !== 6379 && port !== 16379 && !taken.has(port)) {
+        taken.add(port)
+        return port
+      }
+    }
+  }
+  for (let i = 0; i < count; i++) {
+    states.push({
+      port: await pickPort(),
+      busPort: await pickPort(),
+      dir: mkdtempSync(join(tmpdir(), "pinboard-cluster-")),
+      child: undefined
+    })
+  }
+
+  const cli = async (port: number, ...args: ReadonlyArray<string>): Promise<string> =>
+    (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: 10_000 })).stdout
+
+  const launch = (state: NodeState) => {
+    const child = spawn(
+      "redis-server",
+      [
+        "--port", String(state.port),
+        "--bind", "127.0.0.1",
+        "--cluster-enabled", "yes",
+        "--cluster-port", String(state.busPort),
+        "--cluster-config-file", join(state.dir, "nodes.conf"),
+        "--cluster-node-timeout", String(nodeTimeoutMs),
+        // A dead shard must not stop the others (docs/deploy.md).
+        "--cluster-require-full-coverage", "no",
+        "--save", "",
+        "--appendonly", "no",
+        "--dir", state.dir,
+        "--loglevel", "warning"
+      ],
+      { stdio: "ignore" }
+    )
+    child.on("error", () => {
+      // a spawn failure shows as a node that never answers
+    })
+    state.child = child
+  }
+
+  const waitAnswering = async (state: NodeState) => {
+    const started = performance.now()
+    for (;;) {
+      if (!isRunning(state.child)) throw new Error(`redis-server on ${state.port} exited`)
+      const pong = await cli(state.port, "PING").catch(() => "")
+      if (pong.trim() === "PONG") return
+      if (performance.now() - started > 10_000) throw new Error(`redis-server on ${state.port} did not start`)
+      await sleep(20)
+    }
+  }
+
+  const killState = (state: NodeState) => {
+    const pid = state.child?.pid
+    if (pid !== undefined && isRunning(state.child)) {
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  const stopSync = () => {
+    for (const state of states) {
+      killState(state)
+      rmSync(state.dir, { recursive: true, force: true })
+    }
+  }
+
+  const stateOf = (port: number): NodeState => {
+    const state = states.find((s) => s.port === port)
+    if (state === undefined) throw new Error(`no cluster node on ${port}`)
+    return state
+  }
+
+  /** Masters with slots, read from CLUSTER SHARDS of a running node. */
+  const slotMap = async (): Promise<ReadonlyArray<{ readonly from: number; readonly to: number; readonly port: number }>> => {
+    for (const state of states) {
+      if (!isRunning(state.child)) continue
+      const out = await cli(state.port, "CLUSTER", "NODES").catch(() => "")
+      if (out === "") continue
+      const ranges: Array<{ from: number; to: number; port: number }> = []
+      for (const line of out.trim().split("\n")) {
+        const fields = line.split(" ")
+        const flags = fields[2] ?? ""
+        if (!flags.includes("master") || flags.includes("fail")) continue
+        const port = Number(fields[1]!.split(":")[1]!.split("@")[0])
+        for (const range of fields.slice(8)) {
+          if (range.startsWith("[")) continue
+          const [from, to] = range.split("-")
+          ranges.push({ from: Number(from), to: Number(to ?? from), port })
+        }
+      }
+      return ranges
+    }
+    throw new Error("no cluster node answers")
+  }
+
+  const masterOf = async (slot: number): Promise<number> => {
+    const range = (await slotMap()).find((r) => r.from <= slot && slot <= r.to)
+    if (range === undefined) throw new Error(`slot ${slot} has no master`)
+    return range.port
+  }
+
+  const waitHealthy = async (timeoutMs = 20_000) => {
+    const started = performance.now()
+    for (;;) {
+      const running = states.filter((s) => isRunning(s.child))
+      const infos = await Promise.all(running.map((s) => cli(s.port, "CLUSTER", "INFO").catch(() => "")))
+      if (infos.every((info) => info.includes("cluster_state:ok"))) {
+        const ranges = await slotMap().catch(() => [])
+        const covered = ranges.reduce((sum, r) => sum + (r.to - r.from + 1), 0)
+        if (covered === 16384 && ranges.every((r) => isRunning(stateOf(r.port).child))) return
+      }
+      if (performance.now() - started > timeoutMs) throw new Error("the Redis Cluster did not become healthy")
+      await sleep(100)
+    }
+  }
+
+  try {
+    for (const state of states) launch(state)
+    for (const state of states) await waitAnswering(state)
+    await run(
+      "redis-cli",
+      [
+        "--cluster", "create",
+        ...states.map((s) => `127.0.0.1:${s.port}`),
+        "--cluster-replicas", String(replicas),
+        "--cluster-yes"
+      ],
+      { timeout: 30_000 }
+    )
+    await waitHealthy()
+    if (replicas > 0) await waitReplicasInSync(states, cli)
+  } catch (error) {
+    stopSync()
+    throw error
+  }
+
+  return {
+    nodes: states.map((state) => ({
+      port: state.port,
+      pid: () => state.child?.pid,
+      running: () => isRunning(state.child)
+    })),
+    seeds: states.map((s) => `127.0.0.1:${s.port}`).join(","),
+    masterOf,
+    masters: async () => [...new Set((await slotMap()).map((r) => r.port))].sort((a, b) => a - b),
+    kill: async (port) => {
+      const state = stateOf(port)
+      const child = state.child
+      if (!isRunning(child)) return
+      const gone = new Promise((resolve) => child!.once("exit", resolve))
+      killState(state)
+      await gone
+    },
+    restart: async (port) => {
+      const state = stateOf(port)
+      if (isRunning(state.child)) throw new Error(`node ${port} is running`)
+      launch(state)
+      await waitAnswering(state)
+    },
+    waitHealthy,
+    cli,
+    stop: async () => {
+      await Promise.all(
+        states.map(async (state) => {
+          const child = state.child
+          if (isRunning(child)) {
+            const gone = new Promise((resolve) => child!.once("exit", resolve))
+            killState(state)
+            await gone
+          }
+          rmSync(state.dir, { recursive: true, force: true })
+        })
+      )
+    },
+    stopSync
+  }
+}
+
+/** Every replica has finished its first sync, so a failover promotes a replica with the data. */
+const waitReplicasInSync = async (
+  states: ReadonlyArray<NodeState>,
+  cli: (port: number, ...args: ReadonlyArray<string>) => Promise<string>
+) => {
+  const started = performance.now()
+  for (;;) {
+    const infos = await Promise.all(states.map((s) => cli(s.port, "INFO", "replication").catch(() => "")))
+    const replicas = infos.filter((info) => info.includes("role:slave"))
+    if (replicas.length > 0 && replicas.every((info) => info.includes("master_link_status:up"))) return
+    if (performance.now() - started > 20_000) throw new Error("the cluster's replicas did not sync")
+    await sleep(100)
+  }
+}
