@@ -95,7 +95,12 @@ export class Activations {
    * released the id at that epoch already (the request was sent before the release landed).
    * Either way the request is refused, so that Pinboard places the id anew.
    */
-  async enter(namespace: string, id: string, epoch: string, mayActivate: () => boolean): Promise<Activation | Refusal> {
+  async enter(
+    namespace: string,
+    id: string,
+    epoch: string,
+    mayActivate: (namespace: string, id: string) => boolean
+  ): Promise<Activation | Refusal> {
     const key = keyOf(namespace, id)
     for (;;) {
       const current = this.live.get(key)
@@ -115,7 +120,7 @@ export class Activations {
         })
         return current
       }
-      if (!mayActivate()) return "lease-unhealthy"
+      if (!mayActivate(namespace, id)) return "lease-unhealthy"
       if (this.releasedAtOrAfter(key, epoch)) return "released"
       const activation = this.create(key, namespace, id, epoch)
       activation.uses++
@@ -158,7 +163,13 @@ export class Activations {
 
   /** Tears every activation down (lease lost or unhealthy, shutdown); nothing is released. */
   dropAll(reason: DeactivateReason): Promise<unknown> {
-    return Promise.all([...this.live.values()].map((a) => this.teardown(a, reason, false)))
+    return this.dropWhere(() => true, reason)
+  }
+
+  /** Tears down the activations whose (namespace, id) `which` accepts; nothing is released. */
+  dropWhere(which: (namespace: string, id: string) => boolean, reason: DeactivateReason): Promise<unknown> {
+    const chosen = [...this.live.values()].filter((a) => which(a.context.namespace, a.context.id))
+    return Promise.all(chosen.map((a) => this.teardown(a, reason, false)))
   }
 
   private async windDownOne(activation: Activation, deadline: Date, budgetMs: number): Promise<void> {

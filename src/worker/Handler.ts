@@ -20,7 +20,8 @@ export interface HandlerDeps {
   readonly now: () => number
   readonly definitions: ReadonlyMap<string, InstanceDefinition<unknown>>
   readonly activations: Activations
-  readonly leaseHealthy: () => boolean
+  /** True while a new activation of this id may be taken. */
+  readonly leaseHealthy: (namespace: string, id: string) => boolean
   readonly callAs: (caller: Caller) => CallInstance
   readonly webSockets: WebSocketServer
   readonly log: (message: string, error?: unknown) => void

@@ -5,14 +5,22 @@
 // clock skew between the two machines cannot stretch it. When the lease turns unhealthy, or
 // Pinboard answers 410, every activation is dropped before Pinboard could place its id
 // elsewhere; after a 410 the worker registers again. Runs on Clock: TestClock drives it.
+//
+// On a Redis Cluster a call can renew the lease in some buckets and not others (a shard is
+// down: the answer lists it in `unrenewed`). So the lease end is kept per bucket, and only
+// the activations whose bucket went unconfirmed are dropped; the rest keep serving.
 import { Clock, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
+import { bucketOf } from "../registry/Bucket.js"
 import type { RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"
 
+/** Which activations to drop: those whose (namespace, id) the predicate accepts. */
+export type Selection = (namespace: string, id: string) => boolean
+
 export interface LeaseHooks {
-  /** Every activation must go now. */
-  readonly dropAll: (reason: DropReason) => Effect.Effect<void>
+  /** The selected activations (every one, without a selection) must go now. */
+  readonly drop: (reason: DropReason, which?: Selection) => Effect.Effect<void>
   /** Placements the heartbeat listed for wind-down. */
   readonly windDown: (entries: ReadonlyArray<WindDownEntry>) => Effect.Effect<void>
   /** Headroom and draining, as of now. */
@@ -25,8 +33,10 @@ export interface LeaseOptions {
 }
 
 export interface Lease {
-  /** True while new activations may be taken. */
+  /** True while the lease holds in every bucket. */
   readonly healthy: () => boolean
+  /** True while a new activation of this id may be taken: the lease holds in its bucket. */
+  readonly healthyFor: (namespace: string, id: string) => boolean
   readonly incarnation: () => string | undefined
   /** Completes once the first registration is through. */
   readonly registered: Effect.Effect<void>
@@ -44,25 +54,45 @@ interface Held {
   readonly leaseMs: number
   readonly heartbeatMs: number
   readonly marginMs: number
-  /** Local clock: the lease is confirmed until then. */
-  confirmedUntil: number
+  /** Local clock, per bucket (one entry when Pinboard names no buckets): confirmed until then. */
+  readonly confirmedUntil: Array<number>
 }
+
+/** Each bucket's lease end moves to `until`, except the unrenewed ones. */
+const confirm = (held: Held, until: number, unrenewed: ReadonlyArray<number>): void => {
+  for (let b = 0; b < held.confirmedUntil.length; b++) {
+    if (!unrenewed.includes(b)) held.confirmedUntil[b] = Math.max(held.confirmedUntil[b]!, until)
+  }
+}
+
+const bucketIn = (held: Held, namespace: string, id: string): number =>
+  held.confirmedUntil.length === 1 ? 0 : bucketOf("", namespace, id, held.confirmedUntil.length)
 
 export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: LeaseOptions = {}): Effect.Effect<Lease, never, Scope.Scope> =>
   Effect.gen(function* () {
     const clock = yield* Effect.clock
     let held: Held | undefined
-    let dropped = true
+    /** Buckets whose activations were dropped and that have not been confirmed since. */
+    let dropped = new Set<number>()
     const firstRegistration = yield* Deferred.make<void>()
 
-    const healthyAt = (now: number) => held !== undefined && now < held.confirmedUntil - held.marginMs
-    const healthy = () => healthyAt(clock.unsafeCurrentTimeMillis())
+    const bucketHealthy = (lease: Held, bucket: number, now: number) => now < lease.confirmedUntil[bucket]! - lease.marginMs
+    const healthy = () => {
+      const now = clock.unsafeCurrentTimeMillis()
+      return held !== undefined && held.confirmedUntil.every((_, b) => bucketHealthy(held!, b, now))
+    }
+    const healthyFor = (namespace: string, id: string) =>
+      held !== undefined && bucketHealthy(held, bucketIn(held, namespace, id), clock.unsafeCurrentTimeMillis())
 
-    const drop = (reason: DropReason) =>
+    /** Drops the activations of buckets that turned unhealthy since the last look. */
+    const dropUnhealthy = (lease: Held, now: number) =>
       Effect.suspend(() => {
-        if (dropped) return Effect.void
-        dropped = true
-        return hooks.dropAll(reason)
+        const newly = lease.confirmedUntil.flatMap((_, b) => (!bucketHealthy(lease, b, now) && !dropped.has(b) ? [b] : []))
+        if (newly.length === 0) return Effect.void
+        for (const b of newly) dropped.add(b)
+        if (newly.length === lease.confirmedUntil.length) return hooks.drop("lease-unhealthy")
+        const buckets = new Set(newly)
+        return hooks.drop("lease-unhealthy", (namespace, id) => buckets.has(bucketIn(lease, namespace, id)))
       })
 
     const register: Effect.Effect<Held> = Effect.gen(function* () {
@@ -72,11 +102,15 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie
       )
-      return {
-        ...registration,
+      const lease: Held = {
+        incarnation: registration.incarnation,
+        leaseMs: registration.leaseMs,
+        heartbeatMs: registration.heartbeatMs,
         marginMs: options.safetyMarginMs ?? Math.floor(registration.leaseMs / 5),
-        confirmedUntil: sentAt + registration.leaseMs
+        confirmedUntil: Array.from({ length: registration.buckets ?? 1 }, () => 0)
       }
+      confirm(lease, sentAt + registration.leaseMs, registration.unrenewed)
+      return lease
     })
 
     /** One heartbeat; false when the lease is lost. Failures are retried until the lease is unhealthy. */
@@ -85,8 +119,8 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         const sentAt = yield* Clock.currentTimeMillis
         const answer = yield* Effect.tryPromise(() => client.heartbeat(lease.incarnation, hooks.status()))
         if (answer._tag === "LeaseLost") return false
-        lease.confirmedUntil = Math.max(lease.confirmedUntil, sentAt + lease.leaseMs)
-        dropped = false
+        confirm(lease, sentAt + lease.leaseMs, answer.unrenewed)
+        for (const b of dropped) if (!answer.unrenewed.includes(b)) dropped.delete(b)
         if (answer.windDown.length > 0) yield* hooks.windDown(answer.windDown)
         return true
       }).pipe(
@@ -99,24 +133,28 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     const run: Effect.Effect<never> = Effect.forever(
       Effect.gen(function* () {
         held = yield* register
-        dropped = false
+        // A bucket the registration did not reach has no activations to drop.
+        dropped = new Set(held.confirmedUntil.flatMap((until, b) => (until === 0 ? [b] : [])))
         yield* Deferred.succeed(firstRegistration, undefined)
         for (;;) {
           yield* Effect.sleep(Duration.millis(held.heartbeatMs))
           if (!(yield* beat(held))) break
         }
         // Unhealthy first, so that no new activation is taken while the old ones are dropped.
+        const lost = held
         held = undefined
-        yield* drop("lease-lost")
+        if (lost.confirmedUntil.some((_, b) => !dropped.has(b))) yield* hooks.drop("lease-lost")
       })
     )
 
-    // Wakes when the confirmed lease, less the margin, runs out; drops everything unless renewed.
+    // Wakes when a bucket's confirmed lease, less the margin, runs out; drops its activations unless renewed.
     const watch: Effect.Effect<never> = Effect.forever(
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        if (held !== undefined && !healthyAt(now)) yield* drop("lease-unhealthy")
-        const wakeAt = held !== undefined && healthyAt(now) ? held.confirmedUntil - held.marginMs : now + 100
+        const lease = held
+        if (lease !== undefined) yield* dropUnhealthy(lease, now)
+        const ends = lease === undefined ? [] : lease.confirmedUntil.map((until) => until - lease.marginMs).filter((end) => end > now)
+        const wakeAt = ends.length > 0 ? Math.min(...ends) : now + 100
         yield* Effect.sleep(Duration.millis(Math.max(1, wakeAt - now)))
       })
     )
@@ -124,6 +162,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     const fibers = yield* Effect.all([Effect.forkScoped(run), Effect.forkScoped(watch)])
     return {
       healthy,
+      healthyFor,
       incarnation: () => held?.incarnation,
       registered: Deferred.await(firstRegistration),
       deregister: Effect.gen(function* () {

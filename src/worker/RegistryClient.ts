@@ -5,6 +5,10 @@ export interface Registration {
   readonly incarnation: string
   readonly leaseMs: number
   readonly heartbeatMs: number
+  /** Pinboard's bucket count; absent from older Pinboards (then the lease is one for all ids). */
+  readonly buckets?: number
+  /** Buckets this call did not reach (a Redis Cluster shard is down): no lease there. */
+  readonly unrenewed: ReadonlyArray<number>
 }
 
 export interface WindDownEntry {
@@ -17,7 +21,7 @@ export interface WindDownEntry {
 }
 
 export type HeartbeatAnswer =
-  | { readonly _tag: "Renewed"; readonly windDown: ReadonlyArray<WindDownEntry> }
+  | { readonly _tag: "Renewed"; readonly windDown: ReadonlyArray<WindDownEntry>; readonly unrenewed: ReadonlyArray<number> }
   | { readonly _tag: "LeaseLost" }
 
 export interface WorkerStatus {
@@ -82,14 +86,21 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
         draining: status.draining
       })
       if (answer.status !== 200) throw unexpected("register", answer)
-      const { incarnation, leaseMs, heartbeatMs } = answer.json as Registration
-      return { incarnation, leaseMs, heartbeatMs }
+      const { incarnation, leaseMs, heartbeatMs, buckets, unrenewed } = answer.json as Partial<Registration>
+      return {
+        incarnation: incarnation!,
+        leaseMs: leaseMs!,
+        heartbeatMs: heartbeatMs!,
+        ...(typeof buckets === "number" && buckets > 0 ? { buckets } : {}),
+        unrenewed: unrenewed ?? []
+      }
     },
     heartbeat: async (incarnation, status) => {
       const answer = await call("POST", `${workerPath}/heartbeat`, { incarnation, headroom: status.headroom, draining: status.draining })
       if (answer.status === 410) return { _tag: "LeaseLost" }
       if (answer.status !== 200) throw unexpected("heartbeat", answer)
-      return { _tag: "Renewed", windDown: (answer.json as { windDown: ReadonlyArray<WindDownEntry> }).windDown }
+      const { windDown, unrenewed } = answer.json as { windDown: ReadonlyArray<WindDownEntry>; unrenewed?: ReadonlyArray<number> }
+      return { _tag: "Renewed", windDown, unrenewed: unrenewed ?? [] }
     },
     release: async (namespace, id, epoch) => {
       const answer = await call("POST", "/registry/release", { namespace, id, epoch })

@@ -118,7 +118,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const lease = yield* keepLease(
       registry,
       {
-        dropAll: (reason) => Effect.promise(() => activations.dropAll(reason)),
+        drop: (reason, which) => Effect.promise(() => (which === undefined ? activations.dropAll(reason) : activations.dropWhere(which, reason))),
         windDown: (entries) => Effect.sync(() => activations.windDown(entries)),
         status
       },
@@ -127,7 +127,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     yield* Effect.forkScoped(Effect.repeat(Effect.promise(() => activations.sweepIdle()), IDLE_SWEEP))
 
     const webSockets = new WebSocketServer({ noServer: true })
-    const deps = { worker: options.worker, key, prefix, now, definitions, activations, leaseHealthy: lease.healthy, callAs, webSockets, log }
+    const deps = { worker: options.worker, key, prefix, now, definitions, activations, leaseHealthy: lease.healthyFor, callAs, webSockets, log }
     let inFlight = 0
     let drained: (() => void) | undefined
     server.on("request", (req, res) => {

@@ -1,9 +1,11 @@
 // The worker's lease on TestClock (DESIGN 4, 10): heartbeats every heartbeatMs, healthy while
 // the confirmed lease end less the safety margin is ahead, every activation dropped when it is
-// not, re-registration after 410, wind-down entries handed on, deregistration.
+// not, re-registration after 410, wind-down entries handed on, deregistration; and per bucket,
+// when Pinboard reports buckets it could not renew (a Redis Cluster shard down).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import { keepLease, type DropReason } from "../../src/worker/Lease.js"
+import { bucketOf } from "../../src/registry/Bucket.js"
+import { keepLease, type DropReason, type Selection } from "../../src/worker/Lease.js"
 import type { HeartbeatAnswer, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
 
 const LEASE_MS = 3000
@@ -16,18 +18,30 @@ const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zip
 
 const fakeRegistry = () => {
   const log: Array<string> = []
-  const state = { heartbeat: "ok" as "ok" | "fail" | "lost", windDown: [] as ReadonlyArray<WindDownEntry>, registrations: 0 }
+  const state = {
+    heartbeat: "ok" as "ok" | "fail" | "lost",
+    windDown: [] as ReadonlyArray<WindDownEntry>,
+    registrations: 0,
+    buckets: undefined as number | undefined,
+    unrenewed: [] as ReadonlyArray<number>
+  }
   const client: RegistryClient = {
     register: async () => {
       state.registrations++
       log.push("register")
-      return { incarnation: `inc-${state.registrations}`, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS }
+      return {
+        incarnation: `inc-${state.registrations}`,
+        leaseMs: LEASE_MS,
+        heartbeatMs: HEARTBEAT_MS,
+        ...(state.buckets === undefined ? {} : { buckets: state.buckets }),
+        unrenewed: state.unrenewed
+      }
     },
     heartbeat: async (incarnation): Promise<HeartbeatAnswer> => {
       log.push(`heartbeat ${incarnation} ${state.heartbeat}`)
       if (state.heartbeat === "fail") throw new Error("connection refused")
       if (state.heartbeat === "lost") return { _tag: "LeaseLost" }
-      return { _tag: "Renewed", windDown: state.windDown }
+      return { _tag: "Renewed", windDown: state.windDown, unrenewed: state.unrenewed }
     },
     release: async () => true,
     deregister: async (incarnation) => void log.push(`deregister ${incarnation}`)
@@ -37,15 +51,23 @@ const fakeRegistry = () => {
 
 const start = (client: RegistryClient) => {
   const drops: Array<DropReason> = []
+  const selections: Array<Selection | undefined> = []
   const windDowns: Array<ReadonlyArray<WindDownEntry>> = []
   return Effect.map(
     keepLease(client, {
-      dropAll: (reason) => Effect.sync(() => void drops.push(reason)),
+      drop: (reason, which) => Effect.sync(() => void (drops.push(reason), selections.push(which))),
       windDown: (entries) => Effect.sync(() => void windDowns.push(entries)),
       status: () => ({ headroom: 5, draining: false })
     }),
-    (lease) => ({ lease, drops, windDowns })
+    (lease) => ({ lease, drops, selections, windDowns })
   )
+}
+
+/** One id of /threads per bucket, in bucket order. */
+const idsByBucket = (buckets: number): Array<string> => {
+  const ids: Array<string | undefined> = Array.from({ length: buckets })
+  for (let n = 0; ids.includes(undefined); n++) ids[bucketOf("", "/threads", `t${n}`, buckets)] ??= `t${n}`
+  return ids as Array<string>
 }
 
 describe("the worker's lease", () => {
@@ -118,6 +140,65 @@ describe("the worker's lease", () => {
     })
   )
 
+  it.scoped("a bucket left unrenewed (a Redis Cluster shard down): only its ids lose the lease", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.buckets = 4
+      const ids = idsByBucket(4)
+      const { lease, drops, selections } = yield* start(registry.client)
+      yield* settle
+      registry.state.unrenewed = [2]
+      // The last renewal of bucket 2 was the registration at 0: it turns unhealthy at LEASE - MARGIN.
+      yield* advance(LEASE_MS - MARGIN_MS - 1)
+      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, true, true])
+      yield* advance(1)
+      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, false, true])
+      expect(lease.healthy()).toBe(false)
+      expect(drops).toEqual(["lease-unhealthy"])
+      expect(ids.map((id) => selections[0]!("/threads", id))).toEqual([false, false, true, false])
+      // Still unrenewed: not dropped again. Once renewed, healthy again.
+      yield* advance(HEARTBEAT_MS)
+      expect(drops).toHaveLength(1)
+      registry.state.unrenewed = []
+      yield* advance(HEARTBEAT_MS)
+      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, true, true])
+      expect(lease.healthy()).toBe(true)
+      // A later lapse of the same bucket drops it again.
+      registry.state.unrenewed = [2]
+      yield* advance(LEASE_MS)
+      expect(drops).toEqual(["lease-unhealthy", "lease-unhealthy"])
+    })
+  )
+
+  it.scoped("a registration that misses a bucket takes no activation there until a heartbeat reaches it", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.buckets = 4
+      registry.state.unrenewed = [1]
+      const ids = idsByBucket(4)
+      const { lease, drops } = yield* start(registry.client)
+      yield* settle
+      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, false, true, true])
+      registry.state.unrenewed = []
+      yield* advance(HEARTBEAT_MS)
+      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, true, true])
+      expect(drops).toEqual([])
+    })
+  )
+
+  it.scoped("every bucket unrenewed drops every activation at once", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.buckets = 2
+      const { drops, selections } = yield* start(registry.client)
+      yield* settle
+      registry.state.unrenewed = [0, 1]
+      yield* advance(LEASE_MS)
+      expect(drops).toEqual(["lease-unhealthy"])
+      expect(selections).toEqual([undefined])
+    })
+  )
+
   it.scoped("a custom safety margin moves the point of dropping", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
@@ -125,7 +206,7 @@ describe("the worker's lease", () => {
       const drops: Array<DropReason> = []
       const lease = yield* keepLease(
         registry.client,
-        { dropAll: (r) => Effect.sync(() => void drops.push(r)), windDown: () => Effect.void, status: () => ({ headroom: 1, draining: false }) },
+        { drop: (r) => Effect.sync(() => void drops.push(r)), windDown: () => Effect.void, status: () => ({ headroom: 1, draining: false }) },
         { safetyMarginMs: 1500 }
       )
       yield* settle

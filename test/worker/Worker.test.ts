@@ -25,10 +25,10 @@ const fakeRegistry = () => {
   const log: Array<string> = []
   const state = { heartbeat: "ok" as "ok" | "fail" }
   const client: RegistryClient = {
-    register: async () => ({ incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3 }),
+    register: async () => ({ incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3, unrenewed: [] }),
     heartbeat: async () => {
       if (state.heartbeat === "fail") throw new Error("unreachable")
-      return { _tag: "Renewed", windDown: [] }
+      return { _tag: "Renewed", windDown: [], unrenewed: [] }
     },
     release: async (namespace, id, epoch) => {
       log.push(`release ${namespace}/${id}@${epoch}`)
