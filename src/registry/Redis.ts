@@ -174,7 +174,8 @@ export const makeRedisBackend = (
         for (const other of others) other.catch(() => undefined)
         return first!.catch((cause: unknown) => (others.length === 0 ? Promise.reject(cause) : Promise.any(others)))
       }).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
-    time: attempt(() => client.time()).pipe(
+    // On a cluster, the first master to answer: one dead shard must not make Pinboard unready.
+    time: attempt(() => (client instanceof Cluster ? Promise.any(client.nodes("master").map((node) => node.time())) : client.time())).pipe(
       Effect.map((time) => {
         const [seconds, micros] = time as unknown as [string, string]
         return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
