@@ -2,15 +2,17 @@
 // autocannon for HTTP GETs, or WebSocket clients with one echo message in flight each.
 // A warm-up first, then the window; prints `window start` and `window end` as they happen
 // (so the caller can read the servers' CPU time around the window), then one JSON line.
+// With several origins the connections are split evenly over them, still in this one
+// process (one autocannon instance per origin, run at once; one set of latencies).
 //
-//   node dist-bench/bench/load.js '{"kind":"http","origin":"http://127.0.0.1:8080","paths":["/bench/b0/small"],"connections":32,"warmupS":1,"seconds":5}'
+//   node dist-bench/bench/load.js '{"kind":"http","origins":["http://127.0.0.1:8080"],"paths":["/bench/b0/small"],"connections":32,"warmupS":1,"seconds":5}'
 import autocannon from "autocannon"
 import WebSocket from "ws"
 
 export interface LoadSpec {
   readonly kind: "http" | "ws"
-  /** `http://host:port`; the WebSocket clients use the same with `ws:`. */
-  readonly origin: string
+  /** `http://host:port` each, the connections split evenly over them; the WebSocket clients use the same with `ws:`. */
+  readonly origins: ReadonlyArray<string>
   /** Spread over the connections (autocannon cycles through them on each). */
   readonly paths: ReadonlyArray<string>
   readonly connections: number
@@ -56,13 +58,13 @@ class Latencies {
   }
 }
 
-const cannon = (spec: LoadSpec, seconds: number, latencies: Latencies | undefined): Promise<autocannon.Result> =>
+const cannon = (origin: string, connections: number, spec: LoadSpec, seconds: number, latencies: Latencies | undefined): Promise<autocannon.Result> =>
   new Promise((resolve, reject) => {
     const instance = autocannon(
       {
-        url: spec.origin,
+        url: origin,
         requests: spec.paths.map((path) => ({ method: "GET", path })),
-        connections: spec.connections,
+        connections,
         pipelining: 1,
         duration: seconds,
         timeout: TIMEOUT_S
@@ -76,32 +78,48 @@ const cannon = (spec: LoadSpec, seconds: number, latencies: Latencies | undefine
     }
   })
 
+/** The connections of each origin: an even split, the first origins taking one more of the remainder. */
+const shares = (spec: LoadSpec): Array<{ origin: string; connections: number }> =>
+  spec.origins.map((origin, i) => ({
+    origin,
+    connections: Math.floor(spec.connections / spec.origins.length) + (i < spec.connections % spec.origins.length ? 1 : 0)
+  }))
+
+/** One autocannon instance per origin, all at once. */
+const cannons = (spec: LoadSpec, seconds: number, latencies: Latencies | undefined): Promise<Array<autocannon.Result>> =>
+  Promise.all(shares(spec).map((share) => cannon(share.origin, share.connections, spec, seconds, latencies)))
+
 const http = async (spec: LoadSpec): Promise<LoadResult> => {
-  await cannon(spec, spec.warmupS, undefined)
+  await cannons(spec, spec.warmupS, undefined)
   const latencies = new Latencies()
   console.log("window start")
-  const result = await cannon(spec, spec.seconds, latencies)
+  const results = await cannons(spec, spec.seconds, latencies)
   console.log("window end")
+  const sum = (of: (result: autocannon.Result) => number) => results.reduce((n, result) => n + of(result), 0)
   const statuses: Record<string, number> = {}
-  for (const [code, { count }] of Object.entries(result.statusCodeStats as Record<string, { count: number }>)) {
-    if (!code.startsWith("2")) statuses[code] = count
+  for (const result of results) {
+    for (const [code, { count }] of Object.entries(result.statusCodeStats as Record<string, { count: number }>)) {
+      if (!code.startsWith("2")) statuses[code] = (statuses[code] ?? 0) + count
+    }
   }
+  const completed = sum((result) => result["2xx"])
+  const seconds = Math.max(...results.map((result) => result.duration))
   return {
-    completed: result["2xx"],
-    seconds: result.duration,
-    perSecond: result["2xx"] / result.duration,
+    completed,
+    seconds,
+    perSecond: completed / seconds,
     ...latencies.quantiles(),
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
+    non2xx: sum((result) => result.non2xx),
+    errors: sum((result) => result.errors),
+    timeouts: sum((result) => result.timeouts),
     statuses,
-    bytesEach: result.throughput.total / Math.max(result["2xx"], 1)
+    bytesEach: sum((result) => result.throughput.total) / Math.max(completed, 1)
   }
 }
 
 /** Each client sends a message, waits for its echo, sends the next; counted only in the window. */
 const webSocket = async (spec: LoadSpec): Promise<LoadResult> => {
-  const base = spec.origin.replace(/^http/, "ws")
+  const bases = spec.origins.map((origin) => origin.replace(/^http/, "ws"))
   const latencies = new Latencies()
   let counting = false
   let stopping = false
@@ -111,7 +129,7 @@ const webSocket = async (spec: LoadSpec): Promise<LoadResult> => {
   const clients = await Promise.all(
     Array.from({ length: spec.connections }, (_, i) =>
       new Promise<WebSocket>((resolve, reject) => {
-        const client = new WebSocket(`${base}${spec.paths[i % spec.paths.length]}`, { perMessageDeflate: false })
+        const client = new WebSocket(`${bases[i % bases.length]}${spec.paths[i % spec.paths.length]}`, { perMessageDeflate: false })
         client.once("open", () => resolve(client))
         client.once("error", reject)
       })

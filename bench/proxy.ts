@@ -1,10 +1,14 @@
 // Data-plane throughput: Pinboard on Redis against the worker direct, node-http-proxy and a
-// bare undici proxy, interleaved in one run.
+// bare undici proxy, interleaved in one run; then the cluster row: Pinboard on a Redis
+// Cluster, 1 process against 3.
 //
 //   npm run bench                              2 rounds, 5 s windows after a 1 s warm-up
 //   npm run bench -- --rounds=1 --seconds=8    other rounds or windows
 //   npm run bench -- --floors                  two more targets: bench/undiciProxy.ts with one
 //                                              EVALSHA per request, and with one Effect fiber too
+//   npm run bench -- --no-cluster              without the cluster row
+//   npm run bench -- --cluster-only            only the cluster row, with the single-redis-server
+//                                              Pinboard measured beside it
 //
 // Scenarios: a 64-byte and a 64 KiB GET at 32 and 128 connections (autocannon; wrk is not
 // used), and WebSocket echo at 16 connections with one message in flight each. For each
@@ -17,12 +21,20 @@
 // `/bench/<id>/small|large|ws`; through Pinboard the ids are placed (past the registry's
 // cold start) before anything is measured. bench/proxyReport.ts prints the tables.
 //
+// The cluster row (bench/proxyCluster.ts), after the main tables: the 64-byte GET at 32 and
+// 128 connections through 1 and through 3 Pinboards on one 3-master Redis Cluster, started
+// only then, its nodes and the Pinboards on core 1 as well, the load still one process on
+// core 0 (split in thirds over the 3 Pinboards). With 2 cores the 3 Pinboards share core 1,
+// so 3-vs-1 shows the overhead of replicas on one cluster, not a scale-out speedup.
+//
 // Prints figures and the ratios against the targets; it is not a test. It exits non-zero
 // only when something is broken (errors, non-2xx answers), never for a missed target.
 import { availableParallelism } from "node:os"
+import type { RedisCluster } from "../test/support/RedisCluster.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
-import type { LoadResult, LoadSpec } from "./load.js"
-import { cpuSeconds, hasTaskset, pinPid, spawnNode, stop, stopAll, stopAllSync } from "./processes.js"
+import { measureLoad } from "./measure.js"
+import { hasTaskset, pinPid, stopAll, stopAllSync } from "./processes.js"
+import { clusterReport, placeOnCluster, runCluster, startClusterRig, type ClusterCell } from "./proxyCluster.js"
 import { cpuText, fmt, ms, broken, report, type Cell, type Scenario } from "./proxyReport.js"
 import {
   checkTargets,
@@ -32,7 +44,6 @@ import {
   NAMESPACE,
   originOf,
   register,
-  script,
   SERVER_CORE,
   startServers,
   TARGET_LABELS,
@@ -54,8 +65,11 @@ const ROUNDS = Math.round(numberArg("rounds", 2))
 const WINDOW_S = numberArg("seconds", 5)
 const WARMUP_S = numberArg("warmup", 1)
 const FLOORS = argv.includes("--floors")
+const CLUSTER_ONLY = argv.includes("--cluster-only")
+const CLUSTER = !argv.includes("--no-cluster")
+if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
 /** Whatever happens, the run ends (and every process it started with it) after this. */
-const HARD_LIMIT_MS = 420_000
+const HARD_LIMIT_MS = 600_000
 
 const SCENARIOS: ReadonlyArray<Scenario> = [
   { key: "64 B/32", title: "64-byte GET, 32 connections", kind: "http", path: "small", connections: 32 },
@@ -64,57 +78,33 @@ const SCENARIOS: ReadonlyArray<Scenario> = [
   { key: "64 KiB/128", title: "64 KiB GET, 128 connections", kind: "http", path: "large", connections: 128 },
   { key: "WS/16", title: "WebSocket echo, 16 connections, one message in flight each", kind: "ws", path: "ws", connections: 16 }
 ]
+/** The cluster row's: the 64-byte GETs. */
+const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = [SCENARIOS[0]!, SCENARIOS[1]!]
 
 // ---------------------------------------------------------------------------------------
 // One measurement: a load-generator process on LOAD_CORE, the servers' CPU read around its window
 
-const measure = async (servers: Servers, scenario: Scenario, target: TargetName, warmupS: number, seconds: number) => {
-  const spec: LoadSpec = {
-    kind: scenario.kind,
-    origin: originOf(servers.origins, target),
-    paths: IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`),
-    connections: scenario.connections,
-    warmupS,
-    seconds
-  }
-  const proxyPid = servers.proxyPid[target]
-  const pids = { proxy: proxyPid, worker: servers.worker.pid, redis: usesRedis(target) ? servers.redis.pid : undefined }
-  const read = () => ({
-    proxy: pids.proxy === undefined ? undefined : cpuSeconds(pids.proxy),
-    worker: cpuSeconds(pids.worker),
-    redis: pids.redis === undefined ? undefined : cpuSeconds(pids.redis)
-  })
-  let before = read()
-  let after = before
-  const load = spawnNode("load generator", LOAD_CORE, script("load.js"), [JSON.stringify(spec)])
-  load.onLine((line) => {
-    if (line === "window start") before = read()
-    else if (line === "window end") after = read()
-  })
-  const limit = setTimeout(() => void stop(load), (warmupS + seconds + 30) * 1000)
-  const code = await load.exited
-  clearTimeout(limit)
-  const json = [...load.lines].reverse().find((line) => line.startsWith("{"))
-  if (code !== 0 || json === undefined) {
-    throw new Error(`load generator for ${TARGET_LABELS[target]}, ${scenario.title}: exit ${code}; output:\n${load.lines.join("\n")}`)
-  }
-  for (const proc of [servers.worker, servers.pinboard, servers.httpProxy, servers.undici, ...servers.floors]) {
-    if (!proc.alive()) throw new Error(`${proc.name} exited; output:\n${proc.lines.join("\n")}`)
-  }
-  const result = JSON.parse(json) as LoadResult
-  const coreShare = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? 0 : (a - b) / result.seconds)
-  const cpu = {
-    ...(pids.proxy === undefined ? {} : { proxy: coreShare(after.proxy, before.proxy) }),
-    worker: coreShare(after.worker, before.worker),
-    ...(pids.redis === undefined ? {} : { redis: coreShare(after.redis, before.redis) })
-  }
-  return { result, cpu }
+const measure = (servers: Servers, scenario: Scenario, target: TargetName, warmupS: number, seconds: number) => {
+  const proxy = servers.proxyPid[target]
+  return measureLoad(
+    `${TARGET_LABELS[target]}, ${scenario.title}`,
+    {
+      kind: scenario.kind,
+      origins: [originOf(servers.origins, target)],
+      paths: IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`),
+      connections: scenario.connections,
+      warmupS,
+      seconds
+    },
+    { proxy: proxy === undefined ? [] : [proxy], worker: servers.worker.pid, redis: usesRedis(target) ? [servers.redis.pid] : [] },
+    [servers.worker, servers.pinboard, servers.httpProxy, servers.undici, ...servers.floors]
+  )
 }
 
 // ---------------------------------------------------------------------------------------
 // Run and report
 
-const run = async (servers: Servers): Promise<boolean> => {
+const run = async (servers: Servers): Promise<{ healthy: boolean; cells: ReadonlyArray<Cell> }> => {
   // Untimed first pass over every target, so every process has its code warm.
   for (const target of servers.targets) {
     await measure(servers, SCENARIOS[1]!, target, 1, 1)
@@ -135,23 +125,55 @@ const run = async (servers: Servers): Promise<boolean> => {
       }
     }
   }
-  return report(cells, SCENARIOS, servers.targets, ROUNDS)
+  return { healthy: report(cells, SCENARIOS, servers.targets, ROUNDS), cells }
+}
+
+/** The cluster row, with the single-redis-server Pinboard's cells of the main tables when there are any. */
+const runClusterRow = async (servers: Servers, main: ReadonlyArray<Cell>): Promise<boolean> => {
+  const rig = await startClusterRig((started) => {
+    cluster = started
+  })
+  console.log(
+    `cluster: redis-server pids ${rig.masterPids.join(", ")} (${rig.cluster.seeds}), ${hasTaskset ? `on core ${SERVER_CORE}` : "not pinned"}; ` +
+      `Pinboard pids ${rig.pinboards.map((pinboard) => pinboard.proc.pid).join(", ")}`
+  )
+  clusterRegistration = await placeOnCluster(rig, servers.origins.direct)
+  const single: Array<ClusterCell> = main
+    .filter((c) => c.target === "pinboard" && CLUSTER_SCENARIOS.includes(c.scenario))
+    .map((c) => ({ ...c, target: "single" }))
+  const measured = await runCluster(rig, servers, {
+    scenarios: CLUSTER_SCENARIOS,
+    rounds: ROUNDS,
+    warmupS: WARMUP_S,
+    windowS: WINDOW_S,
+    withSingle: single.length === 0
+  })
+  const healthy = clusterReport([...single, ...measured], CLUSTER_SCENARIOS, ROUNDS, single.length > 0)
+  for (const { proc } of rig.pinboards) {
+    const lines = proc.lines.filter((line) => !line.includes("pinboard listening on"))
+    if (lines.length === 0) continue
+    console.log(`${proc.name} printed ${lines.length} lines besides its start (last 5 of them):`)
+    for (const line of lines.slice(-5)) console.log(`  ${line}`)
+  }
+  return healthy
 }
 
 // ---------------------------------------------------------------------------------------
 // Entry: every process is stopped by its pid on every way out.
 
 let redis: RedisServer | undefined
+let cluster: RedisCluster | undefined
 const stopEverythingSync = () => {
   stopAllSync()
   redis?.stopSync()
+  cluster?.stopSync()
 }
 let stopping = false
 /** Kills everything at once, then waits a moment for the exits so that no zombie is left. */
 const stopAndExit = (code: number) => {
   stopping = true
   stopEverythingSync()
-  const reaped = Promise.allSettled([stopAll(), redis?.stop()])
+  const reaped = Promise.allSettled([stopAll(), redis?.stop(), cluster?.stop()])
   void Promise.race([reaped, new Promise((resolve) => setTimeout(resolve, 2000))]).finally(() => process.exit(code))
 }
 const hardLimit = setTimeout(() => {
@@ -164,6 +186,7 @@ process.once("exit", stopEverythingSync)
 
 const started = performance.now()
 let registration: Registration | undefined
+let clusterRegistration: Registration | undefined
 let servers: Servers | undefined
 try {
   const cpus = availableParallelism()
@@ -186,23 +209,29 @@ try {
   await checkTargets(servers)
   console.log(`every target answers 64 B, 64 KiB and echoes; ${ROUNDS} rounds, windows of ${WINDOW_S} s after ${WARMUP_S} s of warm-up`)
   console.log("")
-  const healthy = await run(servers)
-  const beats = registration.stats
+  const main = CLUSTER_ONLY ? { healthy: true, cells: [] } : await run(servers)
+  if (CLUSTER) console.log("")
+  const clusterHealthy = CLUSTER ? await runClusterRow(servers, main.cells) : true
   console.log("")
-  console.log(`heartbeats: ${beats.beats} ok, ${beats.failed} failed, ${beats.reregistered} re-registrations, slowest ${beats.slowestMs.toFixed(1)} ms`)
+  const heartbeats = (name: string, { stats }: Registration) =>
+    console.log(`heartbeats (${name}): ${stats.beats} ok, ${stats.failed} failed, ${stats.reregistered} re-registrations, slowest ${stats.slowestMs.toFixed(1)} ms`)
+  heartbeats("redis-server", registration)
+  if (clusterRegistration !== undefined) heartbeats("cluster", clusterRegistration)
   if (servers.pinboard.lines.length > 0) {
     console.log(`Pinboard printed ${servers.pinboard.lines.length} lines (last 10 of them):`)
     for (const line of servers.pinboard.lines.slice(-10)) console.log(`  ${line}`)
   }
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`)
-  if (!healthy) process.exitCode = 1
+  if (!main.healthy || !clusterHealthy) process.exitCode = 1
 } catch (error) {
   if (stopping) console.error("bench: stopped")
   else console.error("bench failed:", error)
   process.exitCode = 1
 } finally {
   registration?.stop()
+  clusterRegistration?.stop()
   await stopAll()
   await redis?.stop()
+  await cluster?.stop()
   clearTimeout(hardLimit)
 }

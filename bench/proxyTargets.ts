@@ -8,7 +8,7 @@ import { spawnNode, type Proc } from "./processes.js"
 
 export const LOAD_CORE = 0
 export const SERVER_CORE = 1
-const TOKEN = "bench-token"
+export const TOKEN = "bench-token"
 export const LEASE_MS = 3000
 const HEARTBEAT_MS = LEASE_MS / 6
 export const NAMESPACE = "/bench"
@@ -64,15 +64,7 @@ const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.
 export const startServers = async (redis: RedisServer, withFloors: boolean): Promise<Servers> => {
   const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
   const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
-  const pinboardPort = await freePort()
-  const pinboard = spawnNode("pinboard", SERVER_CORE, MAIN, [], {
-    ...process.env,
-    PINBOARD_REDIS_URL: redis.url,
-    PINBOARD_TOKEN: TOKEN,
-    PINBOARD_PORT: String(pinboardPort),
-    PINBOARD_HOST: "127.0.0.1",
-    PINBOARD_LEASE_MS: String(LEASE_MS)
-  })
+  const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url })
   const httpProxy = spawnNode("node-http-proxy", SERVER_CORE, script("nodeHttpProxy.js"), [workerOrigin])
   const undici = spawnNode("undici proxy", SERVER_CORE, script("undiciProxy.js"), [workerOrigin])
   const floorNames = withFloors ? FLOORS : []
@@ -81,30 +73,54 @@ export const startServers = async (redis: RedisServer, withFloors: boolean): Pro
   )
   const origins: Origins = {
     direct: workerOrigin,
-    pinboard: `http://127.0.0.1:${pinboardPort}`,
+    pinboard: pinboard.origin,
     "http-proxy": `http://127.0.0.1:${await listeningPort(httpProxy)}`,
     undici: `http://127.0.0.1:${await listeningPort(undici)}`
   }
-  const proxyPid: Partial<Record<TargetName, number>> = { pinboard: pinboard.pid, "http-proxy": httpProxy.pid, undici: undici.pid }
+  const proxyPid: Partial<Record<TargetName, number>> = { pinboard: pinboard.proc.pid, "http-proxy": httpProxy.pid, undici: undici.pid }
   for (const [i, floor] of floorNames.entries()) {
     origins[floor] = `http://127.0.0.1:${await listeningPort(floors[i]!)}`
     proxyPid[floor] = floors[i]!.pid
   }
-  for (let started = performance.now(); ; await sleep(50)) {
-    if (!pinboard.alive()) throw new Error(`Pinboard exited at start; output:\n${pinboard.lines.join("\n")}`)
-    if (await fetch(`${origins.pinboard}/healthz`).then((r) => r.ok, () => false)) break
-    if (performance.now() - started > 15_000) throw new Error(`Pinboard not healthy within 15 s; output:\n${pinboard.lines.join("\n")}`)
-  }
+  await waitHealthy(pinboard)
   return {
     redis,
     worker,
-    pinboard,
+    pinboard: pinboard.proc,
     httpProxy,
     undici,
     floors,
     targets: [...TARGETS, ...floorNames],
     origins,
     proxyPid
+  }
+}
+
+export interface PinboardProc {
+  readonly proc: Proc
+  readonly origin: string
+}
+
+/** Starts `dist/main.js` on SERVER_CORE on a free port, with `env` naming its Redis; does not wait for it. */
+export const startPinboard = async (name: string, env: Readonly<Record<string, string>>): Promise<PinboardProc> => {
+  const port = await freePort()
+  const proc = spawnNode(name, SERVER_CORE, MAIN, [], {
+    ...process.env,
+    ...env,
+    PINBOARD_TOKEN: TOKEN,
+    PINBOARD_PORT: String(port),
+    PINBOARD_HOST: "127.0.0.1",
+    PINBOARD_LEASE_MS: String(LEASE_MS)
+  })
+  return { proc, origin: `http://127.0.0.1:${port}` }
+}
+
+/** Polls a Pinboard's `/healthz` until it answers 200. */
+export const waitHealthy = async ({ proc: pinboard, origin }: PinboardProc): Promise<void> => {
+  for (let started = performance.now(); ; await sleep(50)) {
+    if (!pinboard.alive()) throw new Error(`${pinboard.name} exited at start; output:\n${pinboard.lines.join("\n")}`)
+    if (await fetch(`${origin}/healthz`).then((r) => r.ok, () => false)) return
+    if (performance.now() - started > 15_000) throw new Error(`${pinboard.name} not healthy within 15 s; output:\n${pinboard.lines.join("\n")}`)
   }
 }
 
@@ -147,11 +163,20 @@ export const register = async (pinboard: string, workerOrigin: string): Promise<
       console.log(`WARNING heartbeat: ${r.status} ${text}`)
     }
   }
+  let stopped = false
   const timer = setInterval(() => void beat().catch((error: unknown) => {
+    // A beat in flight when the run stops fails with its Pinboard: not a failure of the run.
+    if (stopped) return
     stats.failed++
     console.log(`WARNING heartbeat: ${String(error)}`)
   }), HEARTBEAT_MS)
-  return { stats, stop: () => clearInterval(timer) }
+  return {
+    stats,
+    stop: () => {
+      stopped = true
+      clearInterval(timer)
+    }
+  }
 }
 
 /** Polls every id through Pinboard until it answers 200: past the cold start, placed. */
