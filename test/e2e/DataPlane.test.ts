@@ -1,6 +1,7 @@
 // The data plane end to end, from the seed pages (proxy-a-request.md, routing.md "Retries
-// Pinboard makes") and DESIGN 9 and 11: the built Pinboard on a real redis-server (and a
-// smaller set on the embedded registry), real fixture worker processes, real HTTP clients.
+// Pinboard makes") and DESIGN 9 and 11: the built Pinboard on a real redis-server and on a
+// local Redis Cluster of three shards (and a smaller set on the embedded registry), real
+// fixture worker processes, real HTTP clients.
 // Pinboard-Attestation belongs to the auth work and is not checked here.
 import { createHash, randomBytes } from "node:crypto"
 import http from "node:http"
@@ -72,10 +73,10 @@ const raw = async (port: number, method: string, target: string, headers: Readon
   return parseResponse(exchange.bytes)
 }
 
-describe.each(["redis", "embedded"] as const)("data plane (%s registry)", (registry) => {
+describe.each(["redis", "cluster", "embedded"] as const)("data plane (%s registry)", (registry) => {
   const standard = useStandardFleet(registry)
   const fullIt = standard.fullIt
-  const full = registry === "redis"
+  const full = registry !== "embedded"
   let f: StandardFleet
   beforeAll(() => {
     f = standard.get()
@@ -324,7 +325,8 @@ describe.each(["redis", "embedded"] as const)("data plane (%s registry)", (regis
     })
 
     it('503 {"error":"registry cold start, retry"} for one lease after a bucket\'s first use, Retry-After the seconds left', async () => {
-      const pinboard = await f.fleet.pinboard({ ...(f.redis === undefined ? {} : { redis: f.redis }), config: STANDARD_CONFIG })
+      // Same registry, a fresh prefix: buckets never used before.
+      const pinboard = await f.fleet.pinboard({ ...f.backing, config: STANDARD_CONFIG })
       try {
         const registered = performance.now()
         await f.fleet.virtualWorker(pinboard, { id: uid("v"), advertiseUrl: f.a.advertiseUrl, namespaces: ["/cold"] })

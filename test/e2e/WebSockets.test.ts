@@ -1,7 +1,7 @@
 // WebSockets through Pinboard end to end (proxy-a-request.md "WebSockets" and "In-band
-// refusal", DESIGN 9 and 11): the built Pinboard on a real redis-server (and a smaller set on
-// the embedded registry), fixture workers speaking `ws`, the `ws` client and raw sockets to see
-// the bare status lines byte for byte.
+// refusal", DESIGN 9 and 11): the built Pinboard on a real redis-server and on a local Redis
+// Cluster (and a smaller set on the embedded registry), fixture workers speaking `ws`, the `ws`
+// client and raw sockets to see the bare status lines byte for byte.
 import type { IncomingMessage } from "node:http"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -75,7 +75,7 @@ const bare = (status: string, retryAfter?: string) =>
 /** A bare 503: the status line, `retry-after` in whole seconds >= 1, `connection: close`, nothing else. */
 const BARE_503 = /^HTTP\/1\.1 503 Service Unavailable\r\nretry-after: [1-9][0-9]*\r\nconnection: close\r\n\r\n$/
 
-describe.each(["redis", "embedded"] as const)("WebSockets (%s registry)", (registry) => {
+describe.each(["redis", "cluster", "embedded"] as const)("WebSockets (%s registry)", (registry) => {
   const standard = useStandardFleet(registry)
   const fullIt = standard.fullIt
   let f: StandardFleet

@@ -1,13 +1,15 @@
 // A fleet for end-to-end tests of the data plane: the built Pinboard (`node dist/main.js`),
-// optionally on its own redis-server, fixture workers (test/fixtures/worker.mjs) and
-// "virtual" workers the test registers itself over the registry API, and the registry calls
-// tests need (Wire.ts has the HTTP helpers). Everything started is stopped by pid in `Fleet.stop`.
+// optionally on its own redis-server or local Redis Cluster, fixture workers
+// (test/fixtures/worker.mjs) and "virtual" workers the test registers itself over the registry
+// API, and the registry calls tests need (Wire.ts has the HTTP helpers). Everything started is
+// stopped by pid in `Fleet.stop`.
 import { hash, randomBytes } from "node:crypto"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, it } from "vitest"
 import { freePort, spawnProcess, type Spawned } from "./Processes.js"
+import { startRedisCluster, type ClusterOptions, type RedisCluster } from "./RedisCluster.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
 import { request } from "./Wire.js"
 
@@ -67,9 +69,17 @@ export interface VirtualWorker {
   readonly deregister: () => Promise<void>
 }
 
-export interface PinboardOptions {
-  /** Omitted: the embedded registry. */
+/** Where a Pinboard keeps its registry: one redis-server, a Redis Cluster, or (neither) embedded. */
+export interface RegistryBacking {
   readonly redis?: RedisServer
+  /** PINBOARD_REDIS_CLUSTER, the cluster's seed nodes; not with `redis`. */
+  readonly cluster?: RedisCluster
+}
+
+export type RegistryKind = "redis" | "cluster" | "embedded"
+
+export interface PinboardOptions extends RegistryBacking {
+  /** PINBOARD_REDIS_PREFIX with `redis` or `cluster`; a fresh one when omitted. */
   readonly prefix?: string
   readonly leaseMs?: number
   /** Written to a JSON file and passed as PINBOARD_CONFIG. */
@@ -96,7 +106,15 @@ export class Fleet {
     return server
   }
 
+  /** A local Redis Cluster, stopped with the fleet. */
+  async cluster(options: ClusterOptions = {}): Promise<RedisCluster> {
+    const cluster = await startRedisCluster(options)
+    this.stops.push(() => cluster.stop())
+    return cluster
+  }
+
   async pinboard(options: PinboardOptions = {}): Promise<Pinboard> {
+    if (options.redis !== undefined && options.cluster !== undefined) throw new Error("a Pinboard takes redis or cluster, not both")
     if (!existsSync(MAIN)) throw new Error("dist/main.js is missing: run `npm run build` before the end-to-end tests")
     const port = await freePort()
     const leaseMs = options.leaseMs ?? LEASE_MS
@@ -111,6 +129,10 @@ export class Fleet {
     }
     if (options.redis !== undefined) {
       env.PINBOARD_REDIS_URL = options.redis.url
+      env.PINBOARD_REDIS_PREFIX = options.prefix ?? uid("pb")
+    }
+    if (options.cluster !== undefined) {
+      env.PINBOARD_REDIS_CLUSTER = options.cluster.seeds
       env.PINBOARD_REDIS_PREFIX = options.prefix ?? uid("pb")
     }
     if (options.config !== undefined) {
@@ -202,11 +224,15 @@ export class Fleet {
   }
 }
 
-/** The standard fleet: Pinboard (Redis or embedded), worker A on /threads and /pair, worker B on /pair. */
+/** The standard fleet: Pinboard (Redis, Redis Cluster or embedded), worker A on /threads and /pair, worker B on /pair. */
 export interface StandardFleet {
   readonly fleet: Fleet
   /** The Redis run's redis-server (another Pinboard may use it under another prefix). */
   readonly redis: RedisServer | undefined
+  /** The cluster run's Redis Cluster (likewise). */
+  readonly cluster: RedisCluster | undefined
+  /** The registry of this fleet's Pinboard, for another Pinboard on it (under its own prefix). */
+  readonly backing: RegistryBacking
   readonly pinboard: Pinboard
   readonly a: Worker
   readonly b: Worker
@@ -219,16 +245,19 @@ export const STANDARD_CONFIG = {
 }
 
 /** Starts into `fleet`, which the caller stops (in afterAll, even when this never finished). */
-export const startStandardFleet = async (registry: "redis" | "embedded", fleet: Fleet): Promise<StandardFleet> => {
+export const startStandardFleet = async (registry: RegistryKind, fleet: Fleet): Promise<StandardFleet> => {
   try {
     const redis = registry === "redis" ? await fleet.redis() : undefined
-    const pinboard = await fleet.pinboard({ ...(redis === undefined ? {} : { redis }), config: STANDARD_CONFIG })
+    // Three shards are what make it a cluster; replicas only matter to the failover tests.
+    const cluster = registry === "cluster" ? await fleet.cluster({ masters: 3, replicasPerMaster: 0 }) : undefined
+    const backing: RegistryBacking = { ...(redis === undefined ? {} : { redis }), ...(cluster === undefined ? {} : { cluster }) }
+    const pinboard = await fleet.pinboard({ ...backing, config: STANDARD_CONFIG })
     const [a, b] = await Promise.all([
       fleet.worker(pinboard, { id: uid("wa"), namespaces: ["/threads", "/pair"] }),
       fleet.worker(pinboard, { id: uid("wb"), namespaces: ["/pair"] })
     ])
     await waitForColdStart(pinboard, "/threads")
-    return { fleet, redis, pinboard, a, b }
+    return { fleet, redis, cluster, backing, pinboard, a, b }
   } catch (error) {
     await fleet.stop()
     throw error
@@ -237,10 +266,10 @@ export const startStandardFleet = async (registry: "redis" | "embedded", fleet: 
 
 /**
  * A standard fleet for the enclosing `describe`, started before its tests and stopped after.
- * `get` is only valid inside tests; `fullIt` registers a test only in the full (Redis) run,
- * so the embedded run keeps the smaller set.
+ * `get` is only valid inside tests; `fullIt` registers a test only in the full runs (Redis and
+ * Redis Cluster), so the embedded run keeps the smaller set.
  */
-export const useStandardFleet = (registry: "redis" | "embedded") => {
+export const useStandardFleet = (registry: RegistryKind) => {
   let fleet: Fleet | undefined
   let standard: StandardFleet | undefined
   beforeAll(async () => {
@@ -251,7 +280,7 @@ export const useStandardFleet = (registry: "redis" | "embedded") => {
     await fleet?.stop()
   })
   const fullIt: typeof it = ((name: string, fn: () => Promise<void>, timeout?: number) => {
-    if (registry === "redis") it(name, fn, timeout)
+    if (registry !== "embedded") it(name, fn, timeout)
   }) as typeof it
   return { get: (): StandardFleet => standard!, fullIt }
 }
