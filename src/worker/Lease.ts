@@ -136,8 +136,13 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         // A bucket the registration did not reach has no activations to drop.
         dropped = new Set(held.confirmedUntil.flatMap((until, b) => (until === 0 ? [b] : [])))
         yield* Deferred.succeed(firstRegistration, undefined)
+        // At a fixed rate: a slow answer (a Cluster shard down costs about a second) must not
+        // stretch the interval between heartbeats.
+        let lastSent = yield* Clock.currentTimeMillis
         for (;;) {
-          yield* Effect.sleep(Duration.millis(held.heartbeatMs))
+          const now = yield* Clock.currentTimeMillis
+          yield* Effect.sleep(Duration.millis(Math.max(0, lastSent + held.heartbeatMs - now)))
+          lastSent = yield* Clock.currentTimeMillis
           if (!(yield* beat(held))) break
         }
         // Unhealthy first, so that no new activation is taken while the old ones are dropped.

@@ -13,6 +13,7 @@ import { attestationKey } from "../../src/auth/AttestationKey.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"
 import { eventually, Fleet, registryCall, TOKEN, uid, waitForColdStart, type Pinboard } from "./Fleet.js"
 import { spawnProcess, type Spawned } from "./Processes.js"
+import type { RedisCluster } from "./RedisCluster.js"
 import type { RedisServer } from "./RedisServer.js"
 
 const LIBRARY_WORKER = new URL("../fixtures/library-worker.mjs", import.meta.url).pathname
@@ -152,6 +153,9 @@ export const AFFINITY_HEADER = "x-affinity"
 export interface LibraryFleetOptions {
   /** Merged into the Pinboard config. */
   readonly config?: Record<string, unknown>
+  /** Pinboard's registry on this Redis Cluster; the workers' FencedStore stays on the redis-server. */
+  readonly cluster?: RedisCluster
+  readonly leaseMs?: number
 }
 
 export class LibraryFleet {
@@ -169,12 +173,13 @@ export class LibraryFleet {
     return this.started!.pinboard
   }
 
-  /** Redis, Pinboard (Redis-backed, affinity from `x-affinity`, nacks never degrading), and a warm registry. */
+  /** Redis, Pinboard (on Redis or the given cluster, affinity from `x-affinity`, nacks never degrading), and a warm registry. */
   async start(options: LibraryFleetOptions = {}): Promise<void> {
     if (!existsSync(LIBRARY_DIST)) throw new Error("dist/worker is missing: run `npm run build` before the end-to-end tests")
     const redis = await this.fleet.redis()
     const pinboard = await this.fleet.pinboard({
-      redis,
+      ...(options.cluster === undefined ? { redis } : { cluster: options.cluster }),
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
       prefix: this.prefix,
       config: {
         affinity: { key: `header:${AFFINITY_HEADER}` },
