@@ -218,6 +218,8 @@ const fanOut = async <A>(
   )
   answers.sort((a, b) => a.bucket - b.bucket)
   const failed = answers.filter((a) => !a.ok)
+  // A pipeline does not follow a failover by itself: learn the new masters for the next fan-out.
+  if (failed.length > 0 && client instanceof Cluster) client.refreshSlotsCache()
   return {
     reached: answers.filter((a) => a.ok).map((a) => [a.bucket, a.value as A] as const),
     unreached: failed.map((a) => a.bucket),

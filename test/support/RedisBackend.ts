@@ -2,7 +2,7 @@
 // operator would do it.
 import { Cluster, Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
-import { startRedisCluster, type RedisCluster } from "./RedisCluster.js"
+import { startRedisCluster, type ClusterOptions, type RedisCluster } from "./RedisCluster.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
 import { clusterNodes, clusterOptions, defineScripts, makeRedisBackend, type RedisClient } from "../../src/registry/Redis.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
@@ -35,11 +35,11 @@ export const wipeBucket = async (client: RedisClient, prefix: string, bucket: nu
 export const countKeys = async (client: Redis, prefix: string): Promise<number> =>
   (await client.keys(`\\{${prefix}:*`)).length
 
-/** A local Redis Cluster (three masters, no replicas) and a connected client for one file. */
-export const useRedisCluster = (): { readonly server: RedisCluster; readonly client: Cluster } => {
+/** A local Redis Cluster (three masters, no replicas unless asked) and a connected client for one file. */
+export const useRedisCluster = (options: ClusterOptions = { replicasPerMaster: 0 }): { readonly server: RedisCluster; readonly client: Cluster } => {
   const handle = {} as { server: RedisCluster; client: Cluster }
   beforeAll(async () => {
-    handle.server = await startRedisCluster({ replicasPerMaster: 0 })
+    handle.server = await startRedisCluster(options)
     handle.client = await connectCluster(handle.server)
   }, 60_000)
   afterAll(async () => {

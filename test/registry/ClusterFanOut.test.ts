@@ -1,0 +1,45 @@
+// The all-bucket fan-out on a Redis Cluster (issue 7): one pipeline per shard, reported bucket
+// by bucket. A killed master's buckets come back unreached (and only they), quickly; once its
+// replica has taken over, the fan-out reaches every bucket again.
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import keySlot from "cluster-key-slot"
+import type { RegistryPolicy } from "../../src/registry/Domain.js"
+import { redisBackend, useRedisCluster } from "../support/RedisBackend.js"
+
+const BUCKETS = 16
+const policy: RegistryPolicy = { leaseMs: 20_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 20_000 }
+const beat = { worker: "w1", incarnation: "i1", headroom: 1, draining: false, degraded: false }
+
+describe("the fan-out on a Redis Cluster", () => {
+  const live = useRedisCluster({ replicasPerMaster: 1 })
+
+  it("a killed master's buckets, and only they, are unreached until its replica takes over", async () => {
+    const backend = redisBackend(live.client, "fan", BUCKETS, policy)
+    const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
+    const registered = await run(backend.register(Date.now(), { worker: "w1", incarnation: "i1", advertiseUrl: "http://127.0.0.1:1", namespaces: [{ namespace: "/a", hostname: "", env: "" }], headroom: 1, draining: false }))
+    expect(registered.unreached).toEqual([])
+
+    const victim = await live.server.masterOf(keySlot("{fan:0}"))
+    const masters = await Promise.all(Array.from({ length: BUCKETS }, (_, b) => live.server.masterOf(keySlot(`{fan:${b}}`))))
+    const shard = masters.flatMap((port, b) => (port === victim ? [b] : []))
+    await live.server.kill(victim)
+
+    const started = performance.now()
+    const during = await run(backend.heartbeat(Date.now(), beat))
+    expect(performance.now() - started).toBeLessThan(1500)
+    expect(during.unreached).toEqual(shard)
+    expect(during.reached.map(([b]) => b)).toEqual(Array.from({ length: BUCKETS }, (_, b) => b).filter((b) => !shard.includes(b)))
+    expect(during.reached.every(([, answer]) => answer._tag === "Renewed")).toBe(true)
+
+    await live.server.waitHealthy()
+    const deadline = performance.now() + 10_000
+    let after = await run(backend.heartbeat(Date.now(), beat))
+    while (after.unreached.length > 0 && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      after = await run(backend.heartbeat(Date.now(), beat))
+    }
+    expect(after.unreached).toEqual([])
+    expect(after.reached.every(([, answer]) => answer._tag === "Renewed")).toBe(true)
+  }, 40_000)
+})
