@@ -75,7 +75,8 @@ export const clientOptions = {
  * dead shard's buckets answer 503 within about a second and the others are not held up.
  * No auto-pipelining: after a failover ioredis 5 answers auto-pipelined commands with the
  * MOVED error itself instead of following it (seen with a local cluster); the resolve
- * batcher and the per-shard fan-out pipelines do the grouping instead.
+ * batcher and the per-shard fan-out pipelines do the grouping instead. (Pipelining the
+ * resolve batches of one turn per shard as well was tried: no measurable gain.)
  */
 export const clusterOptions = {
   enableAutoPipelining: false,
@@ -86,6 +87,8 @@ export const clusterOptions = {
   retryDelayOnClusterDown: 100,
   retryDelayOnTryAgain: 100,
   slotsRefreshTimeout: REGISTRY_CALL_TIMEOUT_MS,
+  // Learn a new topology (a failover, resharding) even while nothing fails.
+  slotsRefreshInterval: 5000,
   redisOptions: clientOptions
 } as const
 
