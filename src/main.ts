@@ -4,6 +4,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { appLayer } from "./App.js"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
+import { logLayer } from "./observe/Log.js"
 
 /** Options this build cannot honour yet: refusing to start beats serving without them. */
 const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig, ConfigInvalid> => {
@@ -23,7 +24,7 @@ const program = Effect.gen(function* () {
       })
     )
   )
-  yield* Layer.launch(appLayer(config))
+  yield* Layer.launch(appLayer(config)).pipe(Effect.provide(logLayer(config.log.level)))
 })
 
-NodeRuntime.runMain(program)
+NodeRuntime.runMain(program, { disablePrettyLogger: true })

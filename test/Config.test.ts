@@ -48,6 +48,8 @@ const DEFAULTS = {
   forwards: { timeoutMs: 30000, maxInflight: 1024 },
   nack: { threshold: 3, windowMs: 15000 },
   shutdown: { graceMs: 10000 },
+  metrics: { port: undefined, host: undefined },
+  log: { level: "info", access: false },
   providers: {},
   namespaces: undefined
 }
@@ -129,6 +131,19 @@ describe("precedence: environment > file > defaults", () => {
       expect(config.leaseMs).toBe(6000)
       expect(config.hostnameAware).toBe(true)
       expect(config.nack.windowMs).toBe(6000) // the lease in effect, from the environment
+    }))
+
+  it.effect("metrics and log options, from the file and the environment", () =>
+    Effect.gen(function*() {
+      const fromFile = yield* load({ ...TOKEN }, { metrics: { port: 9464, host: "127.0.0.1" }, log: { level: "warning", access: true } })
+      expect(fromFile.metrics).toStrictEqual({ port: 9464, host: "127.0.0.1" })
+      expect(fromFile.log).toStrictEqual({ level: "warning", access: true })
+      const fromEnv = yield* load(
+        { ...TOKEN, PINBOARD_METRICS_PORT: "9100", PINBOARD_LOG_LEVEL: "debug", PINBOARD_ACCESS_LOG: "1" },
+        { metrics: { port: 9464 }, log: { level: "error", access: false } }
+      )
+      expect(fromEnv.metrics).toStrictEqual({ port: 9100, host: undefined })
+      expect(fromEnv.log).toStrictEqual({ level: "debug", access: true })
     }))
 
   it.effect("an explicit nack.windowMs is kept whatever the lease", () =>
@@ -265,6 +280,10 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "cluster entry without a port", env: { PINBOARD_REDIS_CLUSTER: "a:7000,b" }, message: `PINBOARD_REDIS_CLUSTER: expected a comma-separated list of host:port, got "a:7000,b"` },
     { name: "cluster port out of range", file: { redis: { cluster: ["a:70000"] } }, message: `redis.cluster[0]: expected host:port, got "a:70000"` },
     { name: "empty cluster list", file: { redis: { cluster: [] } }, message: "redis.cluster: expected a non-empty list of host:port" },
+    { name: "metrics port out of range", env: { PINBOARD_METRICS_PORT: "0" }, message: `PINBOARD_METRICS_PORT: expected an integer from 1 to 65535, got "0"` },
+    { name: "empty metrics host", file: { metrics: { host: "" } }, message: `metrics.host: expected a non-empty string, got ""` },
+    { name: "unknown log level", env: { PINBOARD_LOG_LEVEL: "verbose" }, message: `PINBOARD_LOG_LEVEL: expected one of debug, info, warning, error, got "verbose"` },
+    { name: "access log not a flag", env: { PINBOARD_ACCESS_LOG: "on" }, message: `PINBOARD_ACCESS_LOG: expected 1, 0, true or false, got "on"` },
     { name: "prefix with a brace", env: { PINBOARD_REDIS_PREFIX: "pb}" }, message: `PINBOARD_REDIS_PREFIX: expected a non-empty string without { or }, got "pb}"` },
     {
       name: "url and cluster together (environment and file)",
@@ -307,7 +326,7 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "bad caller", file: { namespaces: [{ namespace: "/t", auth: "none", callers: ["rooms"] }] }, message: `namespaces[0].callers[0]: expected "*" or a namespace like "/threads", got "rooms"` },
     { name: "two rules for one namespace", file: { namespaces: [{ namespace: "/t", auth: "none" }, { namespace: "/t", auth: "none" }] }, message: `namespaces[1].namespace: expected a namespace no earlier rule names, got "/t"` },
     { name: "credential naming header and cookie", file: { namespaces: [{ namespace: "/t", auth: "none", credential: { header: "x", cookie: "y" } }] }, message: `namespaces[0].credential: expected {"header": <name>} or {"cookie": <name>}` },
-    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, providers, namespaces)" },
+    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, providers, namespaces)" },
     { name: "unknown nested key", file: { forwards: { timeout: 5 } }, message: "forwards.timeout: unknown option (expected one of: timeoutMs, maxInflight)" },
     { name: "unknown provider key", file: { providers: { a: { type: "jwt", secret: "s", issuer: "i", audiences: ["x"] } } }, message: "providers.a.audiences: unknown option (expected one of: type, jwksUrl, publicKey, secret, issuer, audience, algorithms)" },
     { name: "--config without a path", message: "--config: expected a file path" }

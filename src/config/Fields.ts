@@ -41,6 +41,10 @@ export const BalanceFactor = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
 )
 export const Flag = Schema.Boolean.annotations(expected("true or false"))
+export const LogLevelName = Schema.Literal("debug", "info", "warning", "error").annotations(
+  expected("one of debug, info, warning, error")
+)
+export type LogLevelName = typeof LogLevelName.Type
 export const Token = Schema.Redacted(NonEmptyString)
 
 const urlWithProtocol = (s: string, protocols: ReadonlyArray<string>): boolean => {

@@ -4,8 +4,8 @@
 import { type Redacted, Schema } from "effect"
 import { NamespaceRule, Provider, type ProviderConfig } from "./Auth.js"
 import {
-  AffinityKeyFromString, type AffinityKey, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, NonEmptyString, objectOf,
-  Port, PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, Takeover, Token
+  AffinityKeyFromString, type AffinityKey, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, type LogLevelName as LogLevel,
+  NonEmptyString, objectOf, Port, PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, Takeover, Token
 } from "./Fields.js"
 
 export interface PinboardConfig {
@@ -27,6 +27,10 @@ export interface PinboardConfig {
   readonly forwards: { readonly timeoutMs: number; readonly maxInflight: number }
   readonly nack: { readonly threshold: number; readonly windowMs: number }
   readonly shutdown: { readonly graceMs: number }
+  /** The Prometheus listener; off while `port` is undefined. `host` defaults to `host`. */
+  readonly metrics: { readonly port: number | undefined; readonly host: string | undefined }
+  /** Lowest level written; `access`: one line per instance request. */
+  readonly log: { readonly level: LogLevel; readonly access: boolean }
   readonly providers: Readonly<Record<string, ProviderConfig>>
   /** `undefined`: open, every namespace admitted without a credential. */
   readonly namespaces: ReadonlyArray<NamespaceRule> | undefined
@@ -72,6 +76,14 @@ const Fields = Schema.Struct({
     windowMs: Schema.optionalWith(PositiveMs, exact) // default: one lease
   })),
   shutdown: section(Schema.Struct({ graceMs: withDefault(PositiveMs, () => 10_000) })),
+  metrics: section(Schema.Struct({
+    port: Schema.optionalWith(Port, exact),
+    host: Schema.optionalWith(NonEmptyString, exact)
+  })),
+  log: section(Schema.Struct({
+    level: withDefault(LogLevelName, () => "info" as const),
+    access: withDefault(Flag, () => false)
+  })),
   providers: withDefault(
     Schema.Record({ key: Schema.String, value: Provider }).annotations(expectedShape("an object")),
     () => ({})
@@ -130,13 +142,18 @@ export const PinboardConfigSchema: Schema.Schema<PinboardConfig, typeof Fields.E
     decode: (c: Fields): PinboardConfig => ({
       ...c,
       redis: { url: c.redis.url, cluster: c.redis.cluster, prefix: c.redis.prefix },
+      metrics: { port: c.metrics.port, host: c.metrics.host },
       nack: { threshold: c.nack.threshold, windowMs: c.nack.windowMs ?? c.leaseMs },
       namespaces: c.namespaces
     }),
     encode: (c: PinboardConfig): Fields => {
-      const { namespaces, redis, ...rest } = c
+      const { namespaces, redis, metrics, ...rest } = c
       return {
         ...rest,
+        metrics: {
+          ...(metrics.port === undefined ? {} : { port: metrics.port }),
+          ...(metrics.host === undefined ? {} : { host: metrics.host })
+        },
         redis: {
           prefix: redis.prefix,
           ...(redis.url === undefined ? {} : { url: redis.url }),

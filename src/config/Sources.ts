@@ -26,7 +26,10 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   { name: "PINBOARD_REDIS_PREFIX", path: ["redis", "prefix"], kind: "string" },
   { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number" },
   { name: "PINBOARD_LEASE_MS", path: ["leaseMs"], kind: "number" },
-  { name: "PINBOARD_HOSTNAME_AWARE", path: ["hostnameAware"], kind: "boolean", expected: "expected 1, 0, true or false" }
+  { name: "PINBOARD_HOSTNAME_AWARE", path: ["hostnameAware"], kind: "boolean", expected: "expected 1, 0, true or false" },
+  { name: "PINBOARD_METRICS_PORT", path: ["metrics", "port"], kind: "number" },
+  { name: "PINBOARD_LOG_LEVEL", path: ["log", "level"], kind: "string" },
+  { name: "PINBOARD_ACCESS_LOG", path: ["log", "access"], kind: "boolean", expected: "expected 1, 0, true or false" }
 ]
 
 export type Env = Readonly<Record<string, string | undefined>>

@@ -8,7 +8,9 @@ import { AppConfig } from "../AppConfig.js"
 import type { Auth } from "../auth/Auth.js"
 import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
 import { handleInstanceRequest, handleUpgrade } from "../pipeline/Pipeline.js"
-import type { InflightCap } from "../pipeline/steps/InflightCap.js"
+import { exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
+import { Metrics } from "../observe/Metrics.js"
+import { InflightCap } from "../pipeline/steps/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Deadlines } from "../proxy/Deadlines.js"
 import type { Upstream } from "../proxy/Upstream.js"
@@ -41,23 +43,39 @@ const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>
  * defect, logged and answered `500 internal error`.
  */
 const answering =
-  (write: (reply: Reply) => void) =>
-  <E extends { readonly reply: Reply }, R>(handler: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> =>
-    handler.pipe(
-      Effect.catchAll((error) => Effect.sync(() => write(error.reply))),
+  (write: (reply: Reply) => void, note: ExchangeNote | undefined) =>
+  <E extends { readonly reply: Reply }, R>(handler: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> => {
+    const answer = (tag: string, reply: Reply) => {
+      if (note !== undefined) {
+        note.error = tag
+        note.status = reply.status
+      }
+      write(reply)
+    }
+    return handler.pipe(
+      Effect.catchAll((error) => Effect.sync(() => answer((error as { readonly _tag?: string })._tag ?? "Error", error.reply))),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.void
-          : Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => write(internalError)))
+          : Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => answer("InternalError", internalError)))
       )
     )
+  }
 
-export const respond = <E extends { readonly reply: Reply }, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<void, E, R>) =>
-  answering((reply) => writeReply(req, res, reply))(handler)
+/** `note`, if given, learns the catalogue error answered and its status. */
+export const respond = <E extends { readonly reply: Reply }, R>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handler: Effect.Effect<void, E, R>,
+  note?: ExchangeNote
+) => answering((reply) => writeReply(req, res, reply), note)(handler)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */
-export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>) =>
-  answering((reply) => writeBareStatus(socket, reply))(handler)
+export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>, note?: ExchangeNote) =>
+  answering((reply) => writeBareStatus(socket, reply), note)(handler)
+
+/** What the client got: the status sent, or 499 (nginx's "client closed request") when nothing was. */
+const CLIENT_CLOSED = 499
 
 export const ServerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
@@ -66,6 +84,27 @@ export const ServerLive = Layer.scopedDiscard(
     const run = Runtime.runFork(runtime)
     let shuttingDown = false
     const tunnels: TunnelSet = new Set()
+    const metrics = yield* Metrics
+    const inflight = yield* InflightCap
+    metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
+    const observer = exchangeObserver(metrics, config.log.access)
+
+    const instance = (req: IncomingMessage, res: ServerResponse) => {
+      if (observer.idle) return respond(req, res, handleInstanceRequest(req, res))
+      const startedAt = performance.now()
+      const note: ExchangeNote = {}
+      res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
+      return respond(req, res, handleInstanceRequest(req, res, note), note)
+    }
+
+    const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (observer.idle) return respondBare(socket, handleUpgrade(req, socket, head, tunnels))
+      const startedAt = performance.now()
+      const note: ExchangeNote = {}
+      return respondBare(socket, handleUpgrade(req, socket, head, tunnels, note), note).pipe(
+        Effect.ensuring(Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
+      )
+    }
 
     const handle = (req: IncomingMessage, res: ServerResponse) => {
       switch (routeOf(req.url ?? "/")) {
@@ -76,7 +115,7 @@ export const ServerLive = Layer.scopedDiscard(
         case "registry":
           return respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
         case "instance":
-          return respond(req, res, handleInstanceRequest(req, res))
+          return instance(req, res)
       }
     }
 
@@ -98,7 +137,7 @@ export const ServerLive = Layer.scopedDiscard(
     // Every upgrade is an instance request, `/healthz` and `/registry/*` included (seed "WebSockets").
     server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on("error", () => socket.destroy())
-      run(respondBare(socket, handleUpgrade(req, socket, head, tunnels)))
+      run(upgrade(req, socket, head))
     })
     yield* Effect.async<void, Error>((resume) => {
       server.once("error", (error) => resume(Effect.fail(error)))

@@ -13,6 +13,7 @@ import { relayBody, sendRequest } from "../proxy/Forward.js"
 import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
 import { targetOf } from "../proxy/Target.js"
 import type { Outbound } from "../proxy/Exchange.js"
+import type { ExchangeNote } from "../observe/Exchange.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
 import type { Placement } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
@@ -58,14 +59,21 @@ const hasBody = (headers: IncomingHttpHeaders): boolean =>
   headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
 
 /** Admits the request, then delivers it over the transport made for it. */
-const route = <Sent>(req: IncomingMessage, transportFor: (outboundOf: OutboundOf) => Transport<Sent>) =>
+const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (outboundOf: OutboundOf) => Transport<Sent>) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const auth = yield* Auth
     const admitted = yield* admit(req.url ?? "/", req.headers)
+    note.namespace = admitted.address.namespace
+    note.id = admitted.address.id
     const peer = peerAddress(req.socket.remoteAddress)
     const caller = admitted.caller === undefined ? undefined : `${admitted.caller.namespace}/${admitted.caller.id}`
-    const outboundOf: OutboundOf = (placement, sendBy, settled) => ({
+    const outboundOf: OutboundOf = (placement, sendBy, settled) => {
+      note.worker = placement.worker
+      note.epoch = placement.epoch
+      return outbound(placement, sendBy, settled)
+    }
+    const outbound: OutboundOf = (placement, sendBy, settled) => ({
       ...targetOf(placement.advertiseUrl, admitted.address),
       headers: forwardRequestHeaders(req.headers, {
         epoch: placement.epoch,
@@ -90,18 +98,22 @@ const route = <Sent>(req: IncomingMessage, transportFor: (outboundOf: OutboundOf
 /** Where and what to send for a placement: the worker's target, the forwarded headers, the limits. */
 type OutboundOf = (placement: Placement, sendBy: number, settled: () => void) => Outbound
 
-export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse) => {
+/** `note` learns the namespace, id, worker and epoch as the pipeline does (metrics, access log). */
+export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse, note: ExchangeNote = {}) => {
   const withBody = hasBody(req.headers)
-  return route(req, (outboundOf) => ({
+  return route(req, note, (outboundOf) => ({
     canRePlace: !withBody,
     send: (placement, sendBy, settled) => sendRequest(req, res, outboundOf(placement, sendBy, settled), withBody),
     finish: relayBody
   }))
 }
 
-export const handleUpgrade = (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet) =>
-  route(req, (outboundOf) => ({
+export const handleUpgrade = (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet, note: ExchangeNote = {}) =>
+  route(req, note, (outboundOf) => ({
     canRePlace: true,
     send: (placement, sendBy, settled) => sendUpgrade(req, client, outboundOf(placement, sendBy, settled)),
-    finish: (exchange) => openTunnel(exchange, client, head, tunnels)
+    finish: (exchange) => {
+      note.status = exchange.statusCode
+      return openTunnel(exchange, client, head, tunnels)
+    }
   }))

@@ -99,24 +99,45 @@ export const clusterNodes = (entries: ReadonlyArray<string>): Array<{ host: stri
     return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(entry.slice(colon + 1)) }
   })
 
+/** Told of every script call: which script, how long it took, whether it failed. */
+export type ObserveCall = (script: string, seconds: number, failed: boolean) => void
+
+/** The promise, with its round trip reported to `observe` (when there is one). */
+const observed = <A>(observe: ObserveCall | undefined, script: string, run: () => Promise<A>, failedOf: (a: A) => boolean): Promise<A> => {
+  if (observe === undefined) return run()
+  const started = performance.now()
+  return run().then(
+    (value) => {
+      observe(script, (performance.now() - started) / 1000, failedOf(value))
+      return value
+    },
+    (error: unknown) => {
+      observe(script, (performance.now() - started) / 1000, true)
+      throw error
+    }
+  )
+}
+
 export const makeRedisBackend = (
   client: RedisClient,
-  options: { readonly prefix: string; readonly buckets: number; readonly policy: RegistryPolicy }
+  options: { readonly prefix: string; readonly buckets: number; readonly policy: RegistryPolicy; readonly observe?: ObserveCall }
 ): RegistryBackend => {
-  const { prefix, buckets, policy } = options
+  const { prefix, buckets, policy, observe } = options
   const tags = Array.from({ length: buckets }, (_, b) => `{${prefix}:${b}}`)
   const commands = client as unknown as Record<string, (...args: Array<string>) => Promise<unknown>>
 
   const call = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) => {
     const tag = tags[bucket]!
-    return commands[`pinboard_${name}`]!(`${tag}:cold`, tag, String(now), ...args) as Promise<A>
+    return observed(observe, name, () => commands[`pinboard_${name}`]!(`${tag}:cold`, tag, String(now), ...args) as Promise<A>, () => false)
   }
   const attempt = <A>(run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
   const one = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) =>
     attempt(() => call<A>(name, bucket, now, args))
   const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<A>> =>
-    Effect.promise(() => fanOut<A>(client, tags, `pinboard_${name}`, [String(now), ...args]))
+    Effect.promise(() =>
+      observed(observe, name, () => fanOut<A>(client, tags, `pinboard_${name}`, [String(now), ...args]), (out) => out.unreached.length > 0)
+    )
   const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<void>> =>
     Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) }))
   const keyArgs = (key: PlacementKey) => [key.env, key.namespace, key.id]

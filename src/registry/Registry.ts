@@ -25,6 +25,7 @@ import type {
   WorkerView
 } from "./Domain.js"
 import { makeMemoryBackend } from "./Memory.js"
+import { Metrics, type MetricsService, type ResolveOutcome as ResolveMetric } from "../observe/Metrics.js"
 import { clientOptions, clusterNodes, clusterOptions, defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
 
 export interface RegisterInput {
@@ -205,6 +206,35 @@ export const policyOf = (config: PinboardConfig): RegistryPolicy => ({
   nackWindowMs: config.nack.windowMs
 })
 
+const outcomeOf = (request: ResolveRequest, placement: Placement): ResolveMetric =>
+  !placement.isNew ? "forwarded" : request.excluded.length > 0 ? "re_placed" : "placed"
+
+const REFUSED: Record<"UnknownNamespace" | "RegistryColdStart" | "NoLiveBackends" | "RegistryUnavailable", ResolveMetric> = {
+  UnknownNamespace: "unknown_namespace",
+  RegistryColdStart: "cold_start",
+  NoLiveBackends: "no_live_backends",
+  RegistryUnavailable: "unavailable"
+}
+
+/** Resolves timed and counted by outcome (docs/operations.md); the registry itself when metrics are off. */
+const withResolveMetrics = (registry: RegistryService, metrics: MetricsService): RegistryService => {
+  if (!metrics.enabled) return registry
+  return {
+    ...registry,
+    resolve: (request) =>
+      Effect.suspend(() => {
+        const started = performance.now()
+        const seconds = () => (performance.now() - started) / 1000
+        return registry.resolve(request).pipe(
+          Effect.tapBoth({
+            onSuccess: (placement) => Effect.sync(() => metrics.resolve(request.namespace, outcomeOf(request, placement), seconds())),
+            onFailure: (error) => Effect.sync(() => metrics.resolve(request.namespace, REFUSED[error._tag], seconds()))
+          })
+        )
+      })
+  }
+}
+
 const connectRedis = (config: PinboardConfig) =>
   Effect.acquireRelease(
     Effect.promise(async (): Promise<RedisClient> => {
@@ -230,10 +260,11 @@ const sweepForever = (registry: RegistryService) =>
     Effect.forkScoped
   )
 
-export const layer = (config: PinboardConfig): Layer.Layer<Registry> =>
+export const layer = (config: PinboardConfig): Layer.Layer<Registry, never, Metrics> =>
   Layer.scoped(
     Registry,
     Effect.gen(function* () {
+      const metrics = yield* Metrics
       const policy = policyOf(config)
       const backend =
         config.redis.url === undefined && config.redis.cluster === undefined
@@ -241,8 +272,13 @@ export const layer = (config: PinboardConfig): Layer.Layer<Registry> =>
               Effect.logWarning("no Redis configured: using the embedded registry (one Pinboard process only)"),
               makeMemoryBackend(config.buckets, policy)
             )
-          : makeRedisBackend(yield* connectRedis(config), { prefix: config.redis.prefix, buckets: config.buckets, policy })
-      const registry = makeRegistry(backend, policy)
+          : makeRedisBackend(yield* connectRedis(config), {
+              prefix: config.redis.prefix,
+              buckets: config.buckets,
+              policy,
+              ...(metrics.enabled ? { observe: metrics.redisCall } : {})
+            })
+      const registry = withResolveMetrics(makeRegistry(backend, policy), metrics)
       yield* sweepForever(registry)
       return registry
     })

@@ -1,5 +1,6 @@
 // DESIGN 3 "Bounded memory": after 10,000 placements whose workers then lapse, the
 // periodic sweep leaves only each bucket's fixed keys within two leases.
+import { metricsLayer } from "../../src/observe/Metrics.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { configForTests } from "../../src/Config.js"
@@ -34,7 +35,7 @@ describe("bounded memory on Redis", () => {
           buckets: BUCKETS,
           redis: { url: `redis://127.0.0.1:${redis.server.port}`, cluster: undefined, prefix: "bounded" }
         })
-        const registry = Context.get(yield* Layer.build(Registry.layer(config)), Registry.Registry)
+        const registry = Context.get(yield* Layer.build(Registry.layer(config).pipe(Layer.provide(metricsLayer(false)))), Registry.Registry)
         const workers = ["w1", "w2", "w3", "w4"]
         const incarnations = yield* Effect.forEach(workers, (worker) =>
           registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: [{ namespace: "/threads", hostname: "", env: "" }], headroom: 1, draining: false })

@@ -1,6 +1,7 @@
 // Pinboard's instance pipeline behind a real node:http server, on the embedded registry
 // under the test's clock, with a fake upstream in place of undici: the test plays the
 // workers. For TestClock tests of the data plane's rules.
+import { metricsLayer } from "../../src/observe/Metrics.js"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, Layer, Runtime, TestClock } from "effect"
@@ -84,7 +85,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     return { config, registry, url, port, request, nextCall: () => Effect.promise(fake.nextCall) }
   })
   // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
-  const layers = Layer.mergeAll(Registry.layer(config), Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer).pipe(
+  const layers = Layer.mergeAll(Registry.layer(config).pipe(Layer.provide(metricsLayer(false))), Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )
   return Effect.flatMap(Layer.build(layers), (context) => Effect.provide(harness, context))

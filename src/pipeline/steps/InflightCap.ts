@@ -8,6 +8,8 @@ export interface InflightCapService {
   /** Takes a slot for the worker; false when all are taken. The taker gives it back with `release`. */
   readonly tryAcquire: (worker: string) => boolean
   readonly release: (worker: string) => void
+  /** Slots taken now, per worker (for the metrics). */
+  readonly snapshot: () => Iterable<readonly [string, number]>
 }
 
 export const makeInflightCap = (maxInflight: number): InflightCapService => {
@@ -23,7 +25,8 @@ export const makeInflightCap = (maxInflight: number): InflightCapService => {
       const taken = inflight.get(worker) ?? 0
       if (taken <= 1) inflight.delete(worker)
       else inflight.set(worker, taken - 1)
-    }
+    },
+    snapshot: () => inflight.entries()
   }
 }
 

@@ -1,0 +1,158 @@
+// Prometheus metrics (docs/operations.md): what the proxy does, counted where it happens and
+// served on a listener of their own (`metrics.port`), never on the data-plane port where
+// every path is an instance request. prom-client keeps the values and writes the exposition
+// format. Off by default: the service is then a set of no-ops, and the hot path pays nothing.
+import { Context, Layer } from "effect"
+import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client"
+
+/** How a resolve ended, as the resolve histogram labels it. */
+export type ResolveOutcome = "forwarded" | "placed" | "re_placed" | "unknown_namespace" | "cold_start" | "no_live_backends" | "unavailable"
+
+/** Live values read when scraped, from the parts that keep them. */
+export interface Gauges {
+  /** Forwards awaiting headers, per worker (DESIGN 9's inflight cap). */
+  readonly inflight: () => Iterable<readonly [string, number]>
+  readonly tunnels: () => number
+}
+
+export interface MetricsService {
+  readonly enabled: boolean
+  /** An instance request answered, its namespace as the pipeline read it (if it got that far). */
+  readonly request: (namespace: string | undefined, status: number, seconds: number) => void
+  /** An answer Pinboard wrote itself, by its catalogue error tag. */
+  readonly error: (tag: string) => void
+  readonly resolve: (namespace: string, outcome: ResolveOutcome, seconds: number) => void
+  /** A worker refused an activation in-band (its nack is counted too). */
+  readonly refusal: () => void
+  /** One Redis script call (a fan-out counts once), how long it took, whether it failed. */
+  readonly redisCall: (script: string, seconds: number, failed: boolean) => void
+  readonly watch: (gauges: Partial<Gauges>) => void
+  /** The exposition text and its content type. */
+  readonly render: () => Promise<{ readonly body: string; readonly contentType: string }>
+}
+
+export class Metrics extends Context.Tag("pinboard/Metrics")<Metrics, MetricsService>() {}
+
+const metricsOff: MetricsService = {
+  enabled: false,
+  request: () => undefined,
+  error: () => undefined,
+  resolve: () => undefined,
+  refusal: () => undefined,
+  redisCall: () => undefined,
+  watch: () => undefined,
+  render: async () => ({ body: "", contentType: "text/plain" })
+}
+
+const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`
+
+/** Namespace labels are the registered namespaces only: any other path would grow the series without end. */
+const OTHER_NAMESPACE = "other"
+
+export const makeMetrics = (): MetricsService => {
+  const registry = new PromRegistry()
+  collectDefaultMetrics({ register: registry, prefix: "pinboard_" })
+  const known = new Set<string>()
+  const gauges: { inflight: Gauges["inflight"]; tunnels: Gauges["tunnels"] } = { inflight: () => [], tunnels: () => 0 }
+
+  const requests = new Counter({
+    name: "pinboard_requests_total",
+    help: "Instance requests (WebSocket upgrades included) answered, by namespace and status class.",
+    labelNames: ["namespace", "class"] as const,
+    registers: [registry]
+  })
+  const requestSeconds = new Histogram({
+    name: "pinboard_request_duration_seconds",
+    help: "From the request's arrival to the end of its answer (to the 101 for upgrades), by status class.",
+    labelNames: ["class"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry]
+  })
+  const errors = new Counter({
+    name: "pinboard_errors_total",
+    help: "Answers Pinboard wrote itself, by catalogue error (docs/errors.md).",
+    labelNames: ["error"] as const,
+    registers: [registry]
+  })
+  const resolves = new Histogram({
+    name: "pinboard_resolve_duration_seconds",
+    help: "Registry resolves, by outcome: forwarded to a live owner, placed anew, re-placed after a refusal, or refused.",
+    labelNames: ["outcome"] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [registry]
+  })
+  const placements = new Counter({
+    name: "pinboard_placements_total",
+    help: "New placements, by namespace; kind re_placed: after the worker refused (the seed's in-band refusal).",
+    labelNames: ["namespace", "kind"] as const,
+    registers: [registry]
+  })
+  const refusals = new Counter({
+    name: "pinboard_refusals_total",
+    help: "In-band refusals (Pinned-Refusal) from workers; each is also a nack against the worker.",
+    registers: [registry]
+  })
+  const redisSeconds = new Histogram({
+    name: "pinboard_redis_call_duration_seconds",
+    help: "Round trips of registry script calls to Redis, by script (a fan-out over every bucket counts once).",
+    labelNames: ["script"] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [registry]
+  })
+  const redisErrors = new Counter({
+    name: "pinboard_redis_errors_total",
+    help: "Registry script calls that failed (Redis unreachable, slow or a shard down), by script.",
+    labelNames: ["script"] as const,
+    registers: [registry]
+  })
+  new Gauge({
+    name: "pinboard_worker_inflight",
+    help: "Forwards awaiting the worker's headers, per worker (the inflight cap counts these).",
+    labelNames: ["worker"] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const [worker, count] of gauges.inflight()) this.set({ worker }, count)
+    }
+  })
+  new Gauge({
+    name: "pinboard_open_tunnels",
+    help: "WebSocket tunnels open now.",
+    registers: [registry],
+    collect() {
+      this.set(gauges.tunnels())
+    }
+  })
+
+  const labelOf = (namespace: string | undefined) =>
+    namespace !== undefined && known.has(namespace) ? namespace : OTHER_NAMESPACE
+
+  return {
+    enabled: true,
+    request: (namespace, status, seconds) => {
+      const cls = statusClass(status)
+      requests.inc({ namespace: labelOf(namespace), class: cls })
+      requestSeconds.observe({ class: cls }, seconds)
+    },
+    error: (tag) => errors.inc({ error: tag }),
+    resolve: (namespace, outcome, seconds) => {
+      resolves.observe({ outcome }, seconds)
+      if (outcome === "forwarded" || outcome === "placed" || outcome === "re_placed") known.add(namespace)
+      if (outcome === "placed" || outcome === "re_placed") placements.inc({ namespace, kind: outcome })
+    },
+    refusal: () => refusals.inc(),
+    redisCall: (script, seconds, failed) => {
+      redisSeconds.observe({ script }, seconds)
+      if (failed) redisErrors.inc({ script })
+    },
+    watch: (given) => {
+      if (given.inflight !== undefined) gauges.inflight = given.inflight
+      if (given.tunnels !== undefined) gauges.tunnels = given.tunnels
+    },
+    render: async () => ({ body: await registry.metrics(), contentType: registry.contentType })
+  }
+}
+
+/** The metrics the configuration asks for: live with a `metrics.port`, else none. */
+export const metricsLayer = (enabled: boolean): Layer.Layer<Metrics> =>
+  Layer.sync(Metrics, () => (enabled ? makeMetrics() : metricsOff))
