@@ -4,6 +4,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { appLayer } from "./App.js"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
+import { inspect } from "./inspect/Inspect.js"
 import { logLayer } from "./observe/Log.js"
 
 /** Options this build cannot honour yet: refusing to start beats serving without them. */
@@ -15,6 +16,7 @@ const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig
 }
 
 const program = Effect.gen(function* () {
+  if (process.argv[2] === "inspect") return yield* inspect(process.argv.slice(3), process.env)
   const config = yield* loadConfig({ argv: process.argv.slice(2), env: process.env }).pipe(
     Effect.flatMap(refuseUnsupported),
     Effect.catchTag("ConfigInvalid", (error) =>

@@ -1,0 +1,45 @@
+// The two registry answers `pinboard inspect` reads (DESIGN 4, docs/registry-api.md):
+// `GET /registry/workers` and `GET /registry/placements/{namespace}/{id}`, as Schemas, so a
+// Pinboard that answers something else is reported rather than misread.
+import { Schema } from "effect"
+
+/** A string outside hostname-aware mode, an object within it. */
+export const NamespaceEntry = Schema.Union(
+  Schema.String,
+  Schema.Struct({ namespace: Schema.String, hostname: Schema.String, env: Schema.String })
+)
+export type NamespaceEntry = typeof NamespaceEntry.Type
+
+export const ListedWorker = Schema.Struct({
+  worker: Schema.String,
+  advertiseUrl: Schema.String,
+  namespaces: Schema.Array(NamespaceEntry),
+  headroom: Schema.Number,
+  leaseExpiresAt: Schema.Number,
+  draining: Schema.Boolean,
+  degraded: Schema.Boolean,
+  nacks: Schema.Number
+})
+export type ListedWorker = typeof ListedWorker.Type
+
+export const WorkersAnswer = Schema.Struct({ workers: Schema.Array(ListedWorker) })
+
+export const PlacementAnswer = Schema.Struct({
+  namespace: Schema.String,
+  id: Schema.String,
+  env: Schema.String,
+  worker: Schema.String,
+  advertiseUrl: Schema.NullOr(Schema.String),
+  epoch: Schema.String,
+  tag: Schema.String,
+  placedAt: Schema.Number,
+  windDownAt: Schema.NullOr(Schema.Number),
+  live: Schema.Boolean
+})
+export type PlacementAnswer = typeof PlacementAnswer.Type
+
+/** Whether a listed worker serves `namespace` in `env` (a plain string entry is env ""). */
+export const servesNamespace = (worker: ListedWorker, env: string, namespace: string): boolean =>
+  worker.namespaces.some((entry) =>
+    typeof entry === "string" ? env === "" && entry === namespace : entry.env === env && entry.namespace === namespace
+  )

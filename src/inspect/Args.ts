@@ -1,0 +1,117 @@
+// The `pinboard inspect` command line (docs/inspect.md), read with node:util parseArgs.
+// Names are checked against the registry API's own formats, so that a typo is a usage
+// error here (exit 2) rather than a 400 from Pinboard.
+import { parseArgs } from "node:util"
+import { Data, Either, Schema } from "effect"
+import { isValidId, isValidNamespace } from "../Address.js"
+import { Env, WorkerId } from "../http/registry/Bodies.js"
+
+export const USAGE = `Usage:
+  pinboard inspect workers [--pinboard URL] [--json]
+  pinboard inspect id <namespace> <id> [--env ENV] [--affinity VALUE] [--caller WORKER]
+                      [--pinboard URL] [--json]
+
+Reads Pinboard's registry API with the deployment token of Pinboard's own configuration
+(environment, --config FILE or PINBOARD_CONFIG).
+
+  workers           every registered worker: lease left, headroom, flags
+  id                an id's bucket, its placement, and what a resolve would do now
+                    (<namespace> with or without the leading "/")
+
+  --pinboard URL    Pinboard's base URL (default: http://127.0.0.1:<port> from the configuration)
+  --json            print JSON instead of text
+  --env ENV         the id's env (default "")
+  --affinity VALUE  the affinity value for rendezvous (default ""; Pinboard uses the client IP,
+                    or the header or cookie that affinity.key names)
+  --caller WORKER   the worker an attested call comes from (preferred while it is a candidate)
+  --config FILE     Pinboard's configuration file
+  -h, --help        print this help
+
+Exit codes: 0 done; 1 Pinboard unreachable or answered an error; 2 bad usage or configuration.`
+
+export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+
+export interface CommonOptions {
+  /** Overrides the URL derived from the configuration; no trailing "/". */
+  readonly pinboard: string | undefined
+  readonly json: boolean
+  /** `--config FILE`, handed to loadConfig as Pinboard itself reads it. */
+  readonly config: string | undefined
+}
+
+export type InspectCommand =
+  | { readonly _tag: "Help" }
+  | { readonly _tag: "Workers"; readonly options: CommonOptions }
+  | {
+    readonly _tag: "Id"
+    readonly options: CommonOptions
+    /** With the leading "/". */
+    readonly namespace: string
+    readonly id: string
+    readonly env: string
+    /** Undefined when not given: "" is used, and the output says what Pinboard would use. */
+    readonly affinity: string | undefined
+    readonly caller: string | undefined
+  }
+
+const OPTIONS = {
+  pinboard: { type: "string" },
+  json: { type: "boolean" },
+  env: { type: "string" },
+  affinity: { type: "string" },
+  caller: { type: "string" },
+  config: { type: "string" },
+  help: { type: "boolean", short: "h" }
+} as const
+
+const ID_ONLY = ["env", "affinity", "caller"] as const
+
+/** `argv` is what follows `inspect`. */
+export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<InspectCommand, UsageError> => {
+  const usage = (message: string) => Either.left(new UsageError({ message }))
+  let parsed
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
+  } catch (error) {
+    return usage(error instanceof Error ? error.message : String(error))
+  }
+  const { values, positionals } = parsed
+  if (values.help === true) return Either.right({ _tag: "Help" })
+  const pinboard = values.pinboard === undefined ? Either.right(undefined) : pinboardUrl(values.pinboard)
+  if (Either.isLeft(pinboard)) return usage(pinboard.left)
+  const options: CommonOptions = { pinboard: pinboard.right, json: values.json === true, config: values.config }
+
+  const [subcommand, ...rest] = positionals
+  switch (subcommand) {
+    case "workers": {
+      if (rest.length > 0) return usage(`workers takes no arguments (got ${JSON.stringify(rest[0])})`)
+      const misplaced = ID_ONLY.find((name) => values[name] !== undefined)
+      if (misplaced !== undefined) return usage(`--${misplaced} applies to inspect id only`)
+      return Either.right({ _tag: "Workers", options })
+    }
+    case "id": {
+      if (rest.length !== 2) return usage("id takes <namespace> <id>")
+      const namespace = rest[0]!.startsWith("/") ? rest[0]! : `/${rest[0]!}`
+      const id = rest[1]!
+      if (!isValidNamespace(namespace)) return usage(`namespace: expected "/" followed by 1-128 characters of [A-Za-z0-9._~-], got ${JSON.stringify(rest[0])}`)
+      if (!isValidId(id)) return usage(`id: expected 1-256 characters of [A-Za-z0-9._~-], got ${JSON.stringify(id)}`)
+      const env = values.env ?? ""
+      if (!Schema.is(Env)(env)) return usage(`--env: expected 0-128 characters of [A-Za-z0-9._~-], got ${JSON.stringify(env)}`)
+      if (values.caller !== undefined && !Schema.is(WorkerId)(values.caller)) {
+        return usage(`--caller: expected a worker id (1-128 characters of [A-Za-z0-9._~-]), got ${JSON.stringify(values.caller)}`)
+      }
+      return Either.right({ _tag: "Id", options, namespace, id, env, affinity: values.affinity, caller: values.caller })
+    }
+    case undefined:
+      return usage("expected a subcommand: workers or id")
+    default:
+      return usage(`unknown subcommand ${JSON.stringify(subcommand)}: expected workers or id`)
+  }
+}
+
+const pinboardUrl = (raw: string): Either.Either<string, string> => {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined
+  return url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === ""
+    ? Either.right(raw.replace(/\/+$/, ""))
+    : Either.left(`--pinboard: expected an http: or https: URL, got ${JSON.stringify(raw)}`)
+}

@@ -1,0 +1,108 @@
+// The registry API as `pinboard inspect` reads it (DESIGN 4): two GETs with the deployment
+// token. Every failure is typed, so that the command can print it and exit 1.
+import http from "node:http"
+import https from "node:https"
+import { Data, Duration, Effect, Either, Redacted, Schema } from "effect"
+import { PlacementAnswer, WorkersAnswer } from "./Answers.js"
+
+/** No answer (refused, reset, DNS, timeout). */
+export class PinboardUnreachable extends Data.TaggedError("PinboardUnreachable")<{
+  readonly url: string
+  readonly reason: string
+}> {}
+
+/** An answer other than the call's success; `body` as received. */
+export class PinboardAnswered extends Data.TaggedError("PinboardAnswered")<{
+  readonly url: string
+  readonly status: number
+  readonly body: string
+}> {}
+
+/** A success status with a body that is not the documented one. */
+export class UnexpectedAnswer extends Data.TaggedError("UnexpectedAnswer")<{
+  readonly url: string
+  readonly body: string
+}> {}
+
+export type RegistryReadError = PinboardUnreachable | PinboardAnswered | UnexpectedAnswer
+
+const CALL_TIMEOUT = Duration.seconds(5)
+
+export interface RegistryTarget {
+  /** Base URL, no trailing "/". */
+  readonly pinboard: string
+  readonly token: Redacted.Redacted<string>
+}
+
+interface RawAnswer {
+  readonly status: number
+  readonly body: string
+}
+
+/** A refused connection tried on several addresses is an AggregateError without a message. */
+const reasonOf = (error: unknown): string =>
+  error instanceof Error ? error.message || (error as NodeJS.ErrnoException).code || error.name : String(error)
+
+/**
+ * One GET through node:http, the path sent as written: fetch's URL parsing would drop the dot
+ * segments that `.` and `..` (valid ids) make.
+ */
+const get = (target: RegistryTarget, path: string): Effect.Effect<RawAnswer, PinboardUnreachable> => {
+  const url = `${target.pinboard}${path}`
+  return Effect.async<RawAnswer, PinboardUnreachable>((resume, signal) => {
+    const base = new URL(target.pinboard)
+    const client = base.protocol === "https:" ? https : http
+    const req = client.request(
+      {
+        protocol: base.protocol,
+        hostname: base.hostname.replace(/^\[(.*)\]$/, "$1"),
+        port: base.port,
+        path: `${base.pathname.replace(/\/+$/, "")}${path}`,
+        headers: { authorization: `Bearer ${Redacted.value(target.token)}` },
+        // One connection per call: nothing left open to keep the process alive.
+        agent: false,
+        signal
+      },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: reasonOf(error) }))))
+        res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") })))
+      }
+    )
+    req.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: reasonOf(error) }))))
+    req.end()
+  }).pipe(
+    Effect.timeoutFail({
+      duration: CALL_TIMEOUT,
+      onTimeout: () => new PinboardUnreachable({ url, reason: `no answer within ${Duration.format(CALL_TIMEOUT)}` })
+    })
+  )
+}
+
+const decode = <A, I>(schema: Schema.Schema<A, I>, url: string, body: string): Effect.Effect<A, UnexpectedAnswer> =>
+  Schema.decodeUnknown(Schema.parseJson(schema))(body).pipe(Effect.mapError(() => new UnexpectedAnswer({ url, body })))
+
+export const listWorkers = Effect.fn("Inspect.listWorkers")(function*(target: RegistryTarget) {
+  const path = "/registry/workers"
+  const answer = yield* get(target, path)
+  if (answer.status !== 200) return yield* new PinboardAnswered({ url: `${target.pinboard}${path}`, ...answer })
+  return (yield* decode(WorkersAnswer, `${target.pinboard}${path}`, answer.body)).workers
+})
+
+const NotPlaced = Schema.parseJson(Schema.Struct({ error: Schema.Literal("not placed") }))
+
+/** The id's placement row; undefined when it has none (`404 {"error":"not placed"}`). */
+export const getPlacement = Effect.fn("Inspect.getPlacement")(function*(
+  target: RegistryTarget,
+  key: { readonly env: string; readonly namespace: string; readonly id: string }
+) {
+  // DESIGN 11: the placements URL drops the namespace's "/".
+  // Namespaces, ids and envs are made of URL-safe characters: no escaping needed.
+  const path = `/registry/placements/${key.namespace.slice(1)}/${key.id}${key.env === "" ? "" : `?env=${key.env}`}`
+  const url = `${target.pinboard}${path}`
+  const answer = yield* get(target, path)
+  if (answer.status === 404 && Either.isRight(Schema.decodeUnknownEither(NotPlaced)(answer.body))) return undefined
+  if (answer.status !== 200) return yield* new PinboardAnswered({ url, ...answer })
+  return yield* decode(PlacementAnswer, url, answer.body)
+})

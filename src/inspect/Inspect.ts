@@ -1,0 +1,97 @@
+// `pinboard inspect` (docs/inspect.md): Pinboard's configuration for the deployment token and
+// the placement policy, two reads of the registry API, the explanation, then text or JSON.
+// Exit codes: 0 done; 1 Pinboard unreachable or answered an error; 2 bad usage or configuration.
+import { Clock, Console, Effect, Either } from "effect"
+import { ConfigInvalid, loadConfig, type PinboardConfig } from "../Config.js"
+import type { Env } from "../config/Sources.js"
+import { bucketOf } from "../registry/Bucket.js"
+import { type InspectCommand, parseInspectArgs, USAGE, type UsageError } from "./Args.js"
+import { getPlacement, listWorkers, type RegistryReadError, type RegistryTarget } from "./Client.js"
+import { explainResolve } from "./Explain.js"
+import { idJson, idText, workersJson, workersText } from "./Render.js"
+
+type ExitCode = 0 | 1 | 2
+
+/** `argv` is what follows `inspect`. Sets `process.exitCode`; never fails. */
+export const inspect = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<void> =>
+  Effect.suspend(() => run(argv, env)).pipe(
+    Effect.catchTags({
+      UsageError: (e) => complain(2, `${e.message}\nRun \`pinboard inspect --help\` for the usage.`),
+      ConfigInvalid: (e) => complain(2, `invalid configuration: ${e.message}`),
+      PinboardUnreachable: (e) => complain(1, `cannot reach Pinboard: GET ${e.url}: ${e.reason}`),
+      PinboardAnswered: (e) => complain(1, `GET ${e.url} answered ${e.status}: ${e.body}`),
+      UnexpectedAnswer: (e) => complain(1, `GET ${e.url} answered something unexpected: ${e.body}`)
+    }),
+    Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code)))
+  )
+
+const complain = (code: ExitCode, message: string) => Effect.as(Console.error(`pinboard inspect: ${message}`), code)
+
+const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, UsageError | ConfigInvalid | RegistryReadError> =>
+  Effect.gen(function*() {
+    const command = yield* Either.match(parseInspectArgs(argv), { onLeft: Effect.fail, onRight: Effect.succeed })
+    if (command._tag === "Help") {
+      yield* Console.log(USAGE)
+      return 0 as const
+    }
+    const config = yield* loadConfig({
+      argv: command.options.config === undefined ? [] : ["--config", command.options.config],
+      env
+    })
+    const target: RegistryTarget = { pinboard: command.options.pinboard ?? defaultPinboardUrl(config), token: config.token }
+    yield* Console.log(command._tag === "Workers" ? yield* workers(command, target) : yield* id(command, config, target))
+    return 0 as const
+  })
+
+const workers = Effect.fn("Inspect.workers")(function*(
+  command: Extract<InspectCommand, { _tag: "Workers" }>,
+  target: RegistryTarget
+) {
+  const listed = yield* listWorkers(target)
+  const report = { pinboard: target.pinboard, now: yield* Clock.currentTimeMillis, workers: listed }
+  return command.options.json ? workersJson(report) : workersText(report)
+})
+
+const id = Effect.fn("Inspect.id")(function*(
+  command: Extract<InspectCommand, { _tag: "Id" }>,
+  config: PinboardConfig,
+  target: RegistryTarget
+) {
+  const { env, namespace } = command
+  const { placement, listed } = yield* Effect.all(
+    { placement: getPlacement(target, { env, namespace, id: command.id }), listed: listWorkers(target) },
+    { concurrency: "unbounded" }
+  )
+  const now = yield* Clock.currentTimeMillis
+  const affinity = command.affinity ?? ""
+  const report = {
+    pinboard: target.pinboard,
+    now,
+    env,
+    namespace,
+    id: command.id,
+    bucket: bucketOf(env, namespace, command.id, config.buckets),
+    buckets: config.buckets,
+    placement,
+    affinityKey: config.affinity.key,
+    affinityGiven: command.affinity !== undefined,
+    resolve: explainResolve({
+      env,
+      namespace,
+      placement,
+      workers: listed,
+      now,
+      leaseMs: config.leaseMs,
+      balanceFactor: config.balanceFactor,
+      affinity,
+      caller: command.caller
+    })
+  }
+  return command.options.json ? idJson(report) : idText(report)
+})
+
+/** Where Pinboard listens by its configuration; a wildcard address is reached on loopback. */
+export const defaultPinboardUrl = (config: Pick<PinboardConfig, "host" | "port">): string => {
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host
+  return `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`
+}
