@@ -46,6 +46,9 @@ const metricsOff: MetricsService = {
 
 const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`
 
+/** Seconds, for one registry round trip: 0.1 ms to 1 s (a call's limit). */
+const ROUND_TRIP_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
+
 /** Namespace labels are the registered namespaces only: any other path would grow the series without end. */
 const OTHER_NAMESPACE = "other"
 
@@ -78,7 +81,7 @@ export const makeMetrics = (): MetricsService => {
     name: "pinboard_resolve_duration_seconds",
     help: "Registry resolves, by outcome: forwarded to a live owner, placed anew, re-placed after a refusal, or refused.",
     labelNames: ["outcome"] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: ROUND_TRIP_BUCKETS,
     registers: [registry]
   })
   const placements = new Counter({
@@ -96,7 +99,7 @@ export const makeMetrics = (): MetricsService => {
     name: "pinboard_redis_call_duration_seconds",
     help: "Round trips of registry script calls to Redis, by script (a fan-out over every bucket counts once).",
     labelNames: ["script"] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    buckets: ROUND_TRIP_BUCKETS,
     registers: [registry]
   })
   const redisErrors = new Counter({
