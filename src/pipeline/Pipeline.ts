@@ -33,9 +33,11 @@ interface Admitted {
   readonly binding: Binding
 }
 
-const admit = (rawUrl: string, headers: IncomingHttpHeaders) =>
+const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote) =>
   Effect.gen(function* () {
     const address = yield* readAddress(rawUrl)
+    note.namespace = address.namespace
+    note.id = address.id
     const caller = yield* readCaller(headers)
     const depth = yield* depthOf(caller)
     const admission = yield* admitByRule(address.namespace, headers, caller)
@@ -63,9 +65,7 @@ const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (ou
   Effect.gen(function* () {
     const config = yield* AppConfig
     const auth = yield* Auth
-    const admitted = yield* admit(req.url ?? "/", req.headers)
-    note.namespace = admitted.address.namespace
-    note.id = admitted.address.id
+    const admitted = yield* admit(req.url ?? "/", req.headers, note)
     const peer = peerAddress(req.socket.remoteAddress)
     const caller = admitted.caller === undefined ? undefined : `${admitted.caller.namespace}/${admitted.caller.id}`
     const outboundOf: OutboundOf = (placement, sendBy, settled) => {
