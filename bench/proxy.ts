@@ -6,6 +6,8 @@
 //   npm run bench -- --rounds=1 --seconds=8    other rounds or windows
 //   npm run bench -- --floors                  two more targets: bench/undiciProxy.ts with one
 //                                              EVALSHA per request, and with one Effect fiber too
+//   npm run bench -- --observability           two more targets: Pinboard with metrics on, and
+//                                              with metrics and the access log (HTTP scenarios)
 //   npm run bench -- --no-cluster              without the cluster row
 //   npm run bench -- --cluster-only            only the cluster row, with the single-redis-server
 //                                              Pinboard measured beside it
@@ -21,6 +23,16 @@
 // `/bench/<id>/small|large|ws`; through Pinboard the ids are placed (past the registry's
 // cold start) before anything is measured. bench/proxyReport.ts prints the tables.
 //
+// `--observability` (bench/proxyObserved.ts): what metrics and the access log cost on the hot
+// path. Two more Pinboard processes on the same redis-server and worker, on core 1, measured
+// in the same interleaved rounds in the GET scenarios (not WebSocket echo, whose messages are
+// neither counted nor logged): "metrics on" (PINBOARD_METRICS_PORT, a free port) and "metrics
+// + access log" (PINBOARD_ACCESS_LOG=1 as well; its stdout is read by this process on core 0,
+// as every target's is, and its access lines are counted, not kept). Prints the ratios against
+// the plain Pinboard (req/s, p99, and Pinboard's CPU per request), then one scrape of each
+// one's /metrics: the sum of pinboard_requests_total, and the access lines read. Not in the
+// default run, which it would take past 6 minutes (about 55 s more per round).
+//
 // The cluster row (bench/proxyCluster.ts), after the main tables: the 64-byte GET at 32 and
 // 128 connections through 1 and through 3 Pinboards on one 3-master Redis Cluster, started
 // only then, its nodes and the Pinboards on core 1 as well, the load still one process on
@@ -35,12 +47,14 @@ import { startRedisServer, type RedisServer } from "../test/support/RedisServer.
 import { measureLoad } from "./measure.js"
 import { hasTaskset, pinPid, stopAll, stopAllSync } from "./processes.js"
 import { clusterReport, placeOnCluster, runCluster, startClusterRig, type ClusterCell } from "./proxyCluster.js"
+import { observabilityReport, startObservedPinboards } from "./proxyObserved.js"
 import { cpuText, fmt, ms, broken, report, type Cell, type Scenario } from "./proxyReport.js"
 import {
   checkTargets,
   IDS,
   LEASE_MS,
   LOAD_CORE,
+  measuredIn,
   NAMESPACE,
   originOf,
   register,
@@ -67,9 +81,13 @@ const WARMUP_S = numberArg("warmup", 1)
 const FLOORS = argv.includes("--floors")
 const CLUSTER_ONLY = argv.includes("--cluster-only")
 const CLUSTER = !argv.includes("--no-cluster")
+const OBSERVABILITY = argv.includes("--observability")
 if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
-/** Whatever happens, the run ends (and every process it started with it) after this. */
-const HARD_LIMIT_MS = 600_000
+if (CLUSTER_ONLY && OBSERVABILITY) throw new Error("--cluster-only and --observability exclude each other")
+/** The observed Pinboards' windows: 2 targets in the 4 GET scenarios, each round. */
+const OBSERVED_WINDOWS = OBSERVABILITY ? 2 * 4 * ROUNDS : 0
+/** Whatever happens, the run ends (and every process it started with it) after this; twice their time more with the observed Pinboards. */
+const HARD_LIMIT_MS = 600_000 + OBSERVED_WINDOWS * 2 * (WARMUP_S + WINDOW_S + 1) * 1000
 
 const SCENARIOS: ReadonlyArray<Scenario> = [
   { key: "64 B/32", title: "64-byte GET, 32 connections", kind: "http", path: "small", connections: 32 },
@@ -97,7 +115,7 @@ const measure = (servers: Servers, scenario: Scenario, target: TargetName, warmu
       seconds
     },
     { proxy: proxy === undefined ? [] : [proxy], worker: servers.worker.pid, redis: usesRedis(target) ? [servers.redis.pid] : [] },
-    [servers.worker, servers.pinboard, servers.httpProxy, servers.undici, ...servers.floors]
+    [servers.worker, servers.pinboard, servers.httpProxy, servers.undici, ...servers.floors, ...servers.observed.map((started) => started.proc)]
   )
 }
 
@@ -108,13 +126,14 @@ const run = async (servers: Servers): Promise<{ healthy: boolean; cells: Readonl
   // Untimed first pass over every target, so every process has its code warm.
   for (const target of servers.targets) {
     await measure(servers, SCENARIOS[1]!, target, 1, 1)
-    await measure(servers, SCENARIOS[4]!, target, 0.5, 0.5)
+    if (measuredIn(target, "ws")) await measure(servers, SCENARIOS[4]!, target, 0.5, 0.5)
   }
   const cells: Array<Cell> = []
   const nameWidth = Math.max(...servers.targets.map((target) => target.length))
   for (let round = 1; round <= ROUNDS; round++) {
     for (const scenario of SCENARIOS) {
-      const order = round % 2 === 1 ? servers.targets : [...servers.targets].reverse()
+      const targets = servers.targets.filter((target) => measuredIn(target, scenario.kind))
+      const order = round % 2 === 1 ? targets : [...targets].reverse()
       for (const target of order) {
         const { result, cpu } = await measure(servers, scenario, target, WARMUP_S, WINDOW_S)
         cells.push({ scenario, target, round, result, cpu })
@@ -125,7 +144,9 @@ const run = async (servers: Servers): Promise<{ healthy: boolean; cells: Readonl
       }
     }
   }
-  return { healthy: report(cells, SCENARIOS, servers.targets, ROUNDS), cells }
+  const healthy = report(cells, SCENARIOS, servers.targets, ROUNDS)
+  const observedHealthy = servers.observed.length === 0 || (await observabilityReport(servers.observed, cells, SCENARIOS))
+  return { healthy: healthy && observedHealthy, cells }
 }
 
 /** The cluster row, with the single-redis-server Pinboard's cells of the main tables when there are any. */
@@ -194,18 +215,22 @@ try {
   pinPid(process.pid, LOAD_CORE)
   redis = await startRedisServer()
   pinPid(redis.pid, SERVER_CORE)
-  servers = await startServers(redis, FLOORS)
-  const floorNames = servers.floors.map((floor) => `, ${floor.name}`).join("")
-  const floorPids = servers.floors.map((floor) => `; ${floor.name} pid ${floor.pid}`).join("")
+  const observed = OBSERVABILITY ? await startObservedPinboards(redis) : []
+  servers = await startServers(redis, { floors: FLOORS, observed })
+  const extraNames = [...servers.floors, ...observed.map((started) => started.proc)].map((proc) => `, ${proc.name}`).join("")
+  const extraPids =
+    servers.floors.map((floor) => `; ${floor.name} pid ${floor.pid}`).join("") +
+    servers.observed.map(({ target, proc, metricsOrigin }) => `; ${TARGET_LABELS[target]} pid ${proc.pid} (${metricsOrigin}/metrics)`).join("")
   console.log(
-    `${cpus} CPUs; ${hasTaskset ? `load generator (autocannon, ws) on core ${LOAD_CORE}; redis-server, worker, Pinboard, node-http-proxy, undici proxy${floorNames} on core ${SERVER_CORE}` : "taskset not found: nothing pinned, the ratios are not comparable"}`
+    `${cpus} CPUs; ${hasTaskset ? `load generator (autocannon, ws) on core ${LOAD_CORE}; redis-server, worker, Pinboard, node-http-proxy, undici proxy${extraNames} on core ${SERVER_CORE}` : "taskset not found: nothing pinned, the ratios are not comparable"}`
   )
   console.log(
     `redis-server pid ${redis.pid} :${redis.port}; worker pid ${servers.worker.pid}; Pinboard pid ${servers.pinboard.pid} (lease ${LEASE_MS} ms);` +
-      ` node-http-proxy pid ${servers.httpProxy.pid}; undici proxy pid ${servers.undici.pid}${floorPids}`
+      ` node-http-proxy pid ${servers.httpProxy.pid}; undici proxy pid ${servers.undici.pid}${extraPids}`
   )
   registration = await register(servers.origins.pinboard, servers.origins.direct)
   console.log(await waitForPlacements(servers.origins.pinboard))
+  for (const { target, origin } of servers.observed) console.log(`${TARGET_LABELS[target]}: ${await waitForPlacements(origin)}`)
   await checkTargets(servers)
   console.log(`every target answers 64 B, 64 KiB and echoes; ${ROUNDS} rounds, windows of ${WINDOW_S} s after ${WARMUP_S} s of warm-up`)
   console.log("")
@@ -220,6 +245,11 @@ try {
   if (servers.pinboard.lines.length > 0) {
     console.log(`Pinboard printed ${servers.pinboard.lines.length} lines (last 10 of them):`)
     for (const line of servers.pinboard.lines.slice(-10)) console.log(`  ${line}`)
+  }
+  for (const { target, otherLines } of servers.observed) {
+    if (otherLines.length === 0) continue
+    console.log(`${TARGET_LABELS[target]}'s last ${otherLines.length} lines besides access lines:`)
+    for (const line of otherLines) console.log(`  ${line}`)
   }
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`)
   if (!main.healthy || !clusterHealthy) process.exitCode = 1

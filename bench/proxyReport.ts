@@ -41,7 +41,7 @@ export const report = (
     console.log(`${scenario.title} (${scenario.kind === "ws" ? "messages/s" : "requests/s"})`)
     console.log(table(
       ["target", scenario.kind === "ws" ? "msg/s" : "req/s", "p50 ms", "p99 ms", "errors/non-2xx", "bytes each", "rounds", "core 1: proxy", "worker", "redis"],
-      targets.map((target) => {
+      targets.filter((target) => of(scenario, target).length > 0).map((target) => {
         const b = best(scenario, target)
         const all = of(scenario, target)
         const sum = all.reduce((n, c) => n + c.result.errors + c.result.timeouts, 0)

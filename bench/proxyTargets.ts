@@ -2,9 +2,12 @@
 // servers' core), the worker's registration with Pinboard and its heartbeats, the wait past
 // the registry's cold start, and a check that every target answers alike. With `--floors`,
 // two more: the undici proxy with one EVALSHA per request, and with one Effect fiber as well.
+// With `--observability`, two more Pinboards on the same redis-server, started by
+// bench/proxyObserved.ts: metrics on, and metrics plus the access log.
 import WebSocket from "ws"
 import { freePort, type RedisServer } from "../test/support/RedisServer.js"
 import { spawnNode, type Proc } from "./processes.js"
+import type { ObservedPinboard } from "./proxyObserved.js"
 
 export const LOAD_CORE = 0
 export const SERVER_CORE = 1
@@ -18,23 +21,34 @@ const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
 
 /** The floors: what any design that runs one Redis script and one Effect fiber per request can reach. */
 export type FloorName = "undici-evalsha" | "undici-effect"
-export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici" | FloorName
-type AlwaysStarted = Exclude<TargetName, FloorName>
+/** Pinboard with its observability on: the same process as "pinboard" but for the settings. */
+export type ObservedName = "pinboard-metrics" | "pinboard-logged"
+export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici" | FloorName | ObservedName
+type AlwaysStarted = Exclude<TargetName, FloorName | ObservedName>
 export const TARGET_LABELS: Record<TargetName, string> = {
   direct: "direct to the worker",
   pinboard: "Pinboard (Redis)",
   "http-proxy": "node-http-proxy",
   undici: "bare undici proxy",
   "undici-evalsha": "undici + EVALSHA",
-  "undici-effect": "undici + EVALSHA + Effect"
+  "undici-effect": "undici + EVALSHA + Effect",
+  "pinboard-metrics": "Pinboard, metrics on",
+  "pinboard-logged": "Pinboard, metrics + access log"
 }
 export const TARGETS: ReadonlyArray<AlwaysStarted> = ["direct", "pinboard", "http-proxy", "undici"]
 export const FLOORS: ReadonlyArray<FloorName> = ["undici-evalsha", "undici-effect"]
+export const OBSERVED: ReadonlyArray<ObservedName> = ["pinboard-metrics", "pinboard-logged"]
 /** The mode argument of bench/undiciProxy.ts for each floor. */
 const FLOOR_MODES: Record<FloorName, string> = { "undici-evalsha": "evalsha", "undici-effect": "evalsha-effect" }
 /** Targets whose requests reach redis-server: its CPU share is read around their windows. */
-const REDIS_TARGETS: ReadonlySet<TargetName> = new Set<TargetName>(["pinboard", ...FLOORS])
+const REDIS_TARGETS: ReadonlySet<TargetName> = new Set<TargetName>(["pinboard", ...FLOORS, ...OBSERVED])
 export const usesRedis = (target: TargetName): boolean => REDIS_TARGETS.has(target)
+/**
+ * The observed Pinboards skip WebSocket echo: an upgrade is counted and logged once, the
+ * messages of its tunnel never, so that scenario would show nothing of their cost.
+ */
+export const measuredIn = (target: TargetName, kind: "http" | "ws"): boolean =>
+  kind === "http" || !(OBSERVED as ReadonlyArray<TargetName>).includes(target)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -45,13 +59,14 @@ export interface Servers {
   readonly httpProxy: Proc
   readonly undici: Proc
   readonly floors: ReadonlyArray<Proc>
-  /** Every target started, in the order they are measured: TARGETS, then FLOORS with `--floors`. */
+  readonly observed: ReadonlyArray<ObservedPinboard>
+  /** Every target started, in the order they are measured: TARGETS, FLOORS with `--floors`, OBSERVED with `--observability`. */
   readonly targets: ReadonlyArray<TargetName>
   readonly origins: Origins
   readonly proxyPid: Partial<Record<TargetName, number>>
 }
 
-export type Origins = Record<AlwaysStarted, string> & Partial<Record<FloorName, string>>
+export type Origins = Record<AlwaysStarted, string> & Partial<Record<FloorName | ObservedName, string>>
 
 export const originOf = (origins: Origins, target: TargetName): string => {
   const origin = origins[target]
@@ -61,13 +76,19 @@ export const originOf = (origins: Origins, target: TargetName): string => {
 
 const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
 
-export const startServers = async (redis: RedisServer, withFloors: boolean): Promise<Servers> => {
+export interface Extras {
+  readonly floors: boolean
+  /** Started already (bench/proxyObserved.ts); waited for and added to the targets here. */
+  readonly observed: ReadonlyArray<ObservedPinboard>
+}
+
+export const startServers = async (redis: RedisServer, extras: Extras): Promise<Servers> => {
   const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
   const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
   const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url })
   const httpProxy = spawnNode("node-http-proxy", SERVER_CORE, script("nodeHttpProxy.js"), [workerOrigin])
   const undici = spawnNode("undici proxy", SERVER_CORE, script("undiciProxy.js"), [workerOrigin])
-  const floorNames = withFloors ? FLOORS : []
+  const floorNames = extras.floors ? FLOORS : []
   const floors = floorNames.map((floor) =>
     spawnNode(TARGET_LABELS[floor], SERVER_CORE, script("undiciProxy.js"), [workerOrigin, FLOOR_MODES[floor], String(redis.port)])
   )
@@ -82,7 +103,13 @@ export const startServers = async (redis: RedisServer, withFloors: boolean): Pro
     origins[floor] = `http://127.0.0.1:${await listeningPort(floors[i]!)}`
     proxyPid[floor] = floors[i]!.pid
   }
+  const { observed } = extras
+  for (const started of observed) {
+    origins[started.target] = started.origin
+    proxyPid[started.target] = started.proc.pid
+  }
   await waitHealthy(pinboard)
+  for (const started of observed) await waitHealthy(started)
   return {
     redis,
     worker,
@@ -90,7 +117,8 @@ export const startServers = async (redis: RedisServer, withFloors: boolean): Pro
     httpProxy,
     undici,
     floors,
-    targets: [...TARGETS, ...floorNames],
+    observed,
+    targets: [...TARGETS, ...floorNames, ...observed.map((started) => started.target)],
     origins,
     proxyPid
   }
