@@ -1,9 +1,9 @@
 // DESIGN 3 "Bounded memory": after 10,000 placements whose workers then lapse, the
 // periodic sweep leaves only each bucket's fixed keys within two leases.
-import { metricsLayer } from "../../src/observe/Metrics.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { configForTests } from "../../src/Config.js"
+import { metricsLayer } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
 import { countKeys, useRedis } from "../support/RedisBackend.js"
 

@@ -1,7 +1,6 @@
 // Pinboard's instance pipeline behind a real node:http server, on the embedded registry
 // under the test's clock, with a fake upstream in place of undici: the test plays the
 // workers. For TestClock tests of the data plane's rules.
-import { metricsLayer } from "../../src/observe/Metrics.js"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, Layer, Runtime, TestClock } from "effect"
@@ -9,6 +8,7 @@ import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { configForTests, type PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
+import { metricsLayer } from "../../src/observe/Metrics.js"
 import { handleInstanceRequest } from "../../src/pipeline/Pipeline.js"
 import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
 import { Deadlines } from "../../src/proxy/Deadlines.js"
