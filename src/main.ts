@@ -1,10 +1,9 @@
 #!/usr/bin/env node
-// Pinboard: parse the config, build the layers, run until SIGTERM (DESIGN 1, 2, 9).
+// Pinboard: parse the config, build the layers, run until SIGTERM (DESIGN 1, 2, 9); or, as
+// `pinboard inspect`, read the registry API (docs/inspect.md). Each loads only its own modules.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
-import { appLayer } from "./App.js"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
-import { inspect } from "./inspect/Inspect.js"
 import { logLayer } from "./observe/Log.js"
 
 /** Options this build cannot honour yet: refusing to start beats serving without them. */
@@ -16,7 +15,11 @@ const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig
 }
 
 const program = Effect.gen(function* () {
-  if (process.argv[2] === "inspect") return yield* inspect(process.argv.slice(3), process.env)
+  if (process.argv[2] === "inspect") {
+    const { inspect } = yield* Effect.promise(() => import("./inspect/Inspect.js"))
+    return yield* inspect(process.argv.slice(3), process.env)
+  }
+  const { appLayer } = yield* Effect.promise(() => import("./App.js"))
   const config = yield* loadConfig({ argv: process.argv.slice(2), env: process.env }).pipe(
     Effect.flatMap(refuseUnsupported),
     Effect.catchTag("ConfigInvalid", (error) =>
