@@ -145,7 +145,7 @@ const stats = {
   healthChecks: 0,
   defects: [] as Array<string>,
   warnings: new Map<string, number>(),
-  /** Per worker: errors its guard caught (invalid WebSocket frames), lease losses, other notes. */
+  /** Per worker: lease losses and other notes. */
   workerNotes: new Map<string, number>(),
   pinboardLines: 0,
   crashed: undefined as string | undefined,
@@ -261,20 +261,29 @@ const elapsed = () => performance.now() - started
 const mib = (kib: number) => (kib / 1024).toFixed(1)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Pinboard logs `[time] LEVEL (#fiber): message`; a defect is logged at ERROR as "unhandled error". */
+/** The level and message of one of Pinboard's JSON log lines (docs/operations.md); undefined for anything else. */
+const logLineOf = (line: string): { readonly level: string; readonly message: string } | undefined => {
+  try {
+    const parsed = JSON.parse(line) as { level?: unknown; message?: unknown }
+    return typeof parsed.level === "string" && typeof parsed.message === "string" ? { level: parsed.level, message: parsed.message } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A defect is logged at error as "unhandled error"; anything Node prints itself is not JSON. */
 const onPinboardLine = (line: string) => {
   stats.pinboardLines++
-  if (/\] (ERROR|FATAL) \(|unhandled error|FiberFailure|Uncaught/.test(line)) {
+  const logged = logLineOf(line)
+  if (logged?.level === "error" || (logged === undefined && /FiberFailure|Uncaught|Error/.test(line))) {
     if (stats.defects.length < 50) stats.defects.push(line.slice(0, 2000))
-  } else if (/\] WARN \(|Warning:/.test(line)) {
-    bump(stats.warnings, line.replace(/^\[[^\]]*\] /, "").replace(/\d+/g, "N").slice(0, 120))
+  } else if (logged?.level === "warning" || (logged === undefined && /Warning:/.test(line))) {
+    bump(stats.warnings, (logged?.message ?? line).replace(/\d+/g, "N").slice(0, 120))
   }
 }
 
 const onWorkerLine = (worker: string, line: string) => {
-  const note = line.startsWith("fuzz guard:")
-    ? `${worker}: guard caught ${line.match(/survived (\w+)/)?.[1] ?? "an error"}`
-    : /lease lost|registered again|registry call failed|heartbeat answered|handler failed/.test(line)
+  const note = /lease lost|registered again|registry call failed|heartbeat answered|handler failed/.test(line)
     ? `${worker}: ${line.replace(/[0-9]{3,}/g, "N").slice(0, 80)}`
     : undefined
   if (note !== undefined) bump(stats.workerNotes, note)

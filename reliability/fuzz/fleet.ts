@@ -14,8 +14,6 @@ import { freePort, startRedisServer, type RedisServer } from "../../test/support
 export const ROOT = new URL("../../../", import.meta.url).pathname
 const MAIN = join(ROOT, "dist/main.js")
 const WORKER = join(ROOT, "test/fixtures/worker.mjs")
-/** reliability/fuzz/guard.ts, compiled next to this file. */
-const GUARD = new URL("./guard.js", import.meta.url).href
 
 export const TOKEN = "fuzz-deployment-token-0b5e55ed"
 export const LEASE_MS = 2000
@@ -143,7 +141,7 @@ export const startFleet = async (hooks: FleetHooks): Promise<Fleet> => {
     WORKER_IDS.map(async (id) => {
       const worker = spawnChild(
         id,
-        ["--import", GUARD, WORKER, "--pinboard", url, "--token", TOKEN, "--worker", id, "--namespaces", SERVED.join(","), "--headroom", "10"],
+        [WORKER, "--pinboard", url, "--token", TOKEN, "--worker", id, "--namespaces", SERVED.join(","), "--headroom", "10"],
         clean,
         (line) => hooks.onWorkerLine(id, line)
       )
