@@ -6,7 +6,18 @@ import { Context, Layer } from "effect"
 import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client"
 
 /** How a resolve ended, as the resolve histogram labels it. */
-export type ResolveOutcome = "forwarded" | "placed" | "re_placed" | "unknown_namespace" | "cold_start" | "no_live_backends" | "unavailable"
+export type ResolveOutcome =
+  | "forwarded"
+  | "placed"
+  | "re_placed"
+  | "unknown_namespace"
+  | "cold_start"
+  | "no_live_backends"
+  | "unavailable"
+  // hostname-aware mode
+  | "takeover"
+  | "held_by_another_hostname"
+  | "displaced"
 
 /** Live values read when scraped, from the parts that keep them. */
 export interface Gauges {

@@ -45,8 +45,9 @@ const deliverWith = <Sent>(
   request: ResolveRequest,
   transport: Transport<Sent>
 ): Effect.Effect<void, DeliverError, Requirements> => {
-  const key = { env: request.env, namespace: request.namespace, id: request.id }
-  const release = (placement: Placement) => Effect.ignore(registry.release(key, placement.epoch))
+  // The placement's env: in hostname-aware mode the registry finds it from the pair's binding.
+  const release = (placement: Placement) =>
+    Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
 
   // One resolve, inflight cap and send. A send that would leave more than RE_RESOLVE_AFTER_MS after its
   // resolve resolves again instead, at most MAX_RE_RESOLVES times; then it is sent as is.

@@ -10,6 +10,7 @@ import type {
   CasOutcome,
   PlacementKey,
   PlacementView,
+  RegisterOutcome,
   ResolveOutcome,
   ResolveQuery,
   WindDownOutcome,
@@ -35,7 +36,7 @@ type Every<A> = Effect.Effect<FanOut<A>>
 export interface RegistryBackend {
   readonly buckets: number
   // every bucket, one round trip per shard
-  readonly register: (now: number, registration: WorkerRegistration) => Every<void>
+  readonly register: (now: number, registration: WorkerRegistration) => Every<RegisterOutcome>
   readonly heartbeat: (now: number, beat: WorkerHeartbeat) => Every<BucketHeartbeat>
   readonly deregister: (now: number, worker: string, incarnation: string) => Every<void>
   readonly nack: (now: number, worker: string) => Every<void>

@@ -21,7 +21,12 @@ export interface WorkerRegistration {
   readonly namespaces: ReadonlyArray<NamespaceRegistration>
   readonly headroom: number
   readonly draining: boolean
+  /** The registration epoch for hostname bindings (DESIGN 4); "0" when absent. */
+  readonly epoch?: string
 }
+
+/** What one bucket did with a registration: a hostname binding held by another env refuses it (DESIGN 8). */
+export type RegisterOutcome = { readonly _tag: "Registered" } | { readonly _tag: "BindingConflict" }
 
 export interface WorkerHeartbeat {
   readonly worker: string
@@ -63,7 +68,10 @@ export interface PlacementRow extends PlacementKey {
 }
 
 export interface ResolveQuery extends PlacementKey {
+  /** The request's hostname in hostname-aware mode; "" outside it. */
   readonly hostname: string
+  /** The env's takeover (DESIGN 8), for a placement held through another hostname; default wind_down. */
+  readonly takeover?: "wind_down" | "deny"
   readonly caller: string | undefined
   readonly affinity: string
   readonly excluded: ReadonlyArray<string>
@@ -76,6 +84,12 @@ export type ResolveOutcome =
   | { readonly _tag: "UnknownNamespace" }
   | { readonly _tag: "ColdStart"; readonly retryAfterMs: number }
   | { readonly _tag: "NoLiveBackends" }
+  // hostname-aware mode (DESIGN 5 steps 1 to 3)
+  /** The (hostname, namespace) pair is bound to another env than the query's: resolve there. */
+  | { readonly _tag: "Rebound"; readonly env: string }
+  | { readonly _tag: "TakeoverInProgress"; readonly retryAfterMs: number }
+  | { readonly _tag: "HeldByAnotherHostname" }
+  | { readonly _tag: "Displaced"; readonly retryAfterMs: number }
 
 /** Release and tag are compare-and-set on the row's epoch; `current` is the row's epoch or null. */
 export type CasOutcome = { readonly _tag: "Done" } | { readonly _tag: "Conflict"; readonly current: string | null }

@@ -11,6 +11,7 @@ import {
   type PlacementKey,
   type PlacementRow,
   type PlacementView,
+  type RegisterOutcome,
   type RegistryPolicy,
   type ResolveOutcome,
   type ResolveQuery,
@@ -21,6 +22,7 @@ import {
   type WorkerRegistration,
   type WorkerView
 } from "./Domain.js"
+import { bindingKey, decideBindings, decideHeld, displacementLeftMs, servesHostname, type Binding } from "./Hostnames.js"
 import { byWorkerId, choosePlacement, isPlaceable } from "./Placement.js"
 
 export interface BucketState {
@@ -33,6 +35,8 @@ export interface BucketState {
   readonly members: Map<string, Set<string>>
   readonly rows: Map<string, PlacementRow>
   readonly rowsByWorker: Map<string, Set<string>>
+  /** bindingKey(hostname, namespace) -> its env (hostname-aware mode, DESIGN 8). */
+  readonly bindings: Map<string, Binding>
 }
 
 export const emptyBucket = (): BucketState => ({
@@ -42,7 +46,8 @@ export const emptyBucket = (): BucketState => ({
   workers: new Map(),
   members: new Map(),
   rows: new Map(),
-  rowsByWorker: new Map()
+  rowsByWorker: new Map(),
+  bindings: new Map()
 })
 
 /** A bucket's first use starts its cold start and seeds its epoch counter (DESIGN 3). */
@@ -99,8 +104,11 @@ const removeWorker = (state: BucketState, record: WorkerRecord): void => {
   state.workers.delete(record.worker)
 }
 
-export const register = (state: BucketState, now: number, reg: WorkerRegistration, policy: RegistryPolicy): void => {
+export const register = (state: BucketState, now: number, reg: WorkerRegistration, policy: RegistryPolicy): RegisterOutcome => {
   touch(state, now)
+  const binding = decideBindings(state.bindings, reg.namespaces, reg.epoch ?? "0", now, policy.leaseMs)
+  if (binding._tag === "Conflict") return { _tag: "BindingConflict" }
+  for (const [key, bound] of binding.updates) state.bindings.set(key, bound)
   const previous = state.workers.get(reg.worker)
   if (previous !== undefined) {
     // A new incarnation: whatever the old one held is no longer live.
@@ -126,6 +134,7 @@ export const register = (state: BucketState, now: number, reg: WorkerRegistratio
     members.add(reg.worker)
     state.members.set(key, members)
   }
+  return { _tag: "Registered" }
 }
 
 export const heartbeat = (
@@ -190,21 +199,40 @@ export const resolve = (
   policy: RegistryPolicy
 ): ResolveOutcome => {
   touch(state, now)
+  const hostnameAware = query.hostname !== ""
   const members = memberKey(query.env, query.namespace)
-  if (!state.namespaces.has(members)) return { _tag: "UnknownNamespace" }
+  // Step 1: outside hostname-aware mode the namespace must be known; in it, the pair bound to the query's env.
+  const binding = hostnameAware ? state.bindings.get(bindingKey(query.hostname, query.namespace)) : undefined
+  if (hostnameAware) {
+    if (binding === undefined) return { _tag: "UnknownNamespace" }
+    if (binding.env !== query.env) return { _tag: "Rebound", env: binding.env }
+  } else if (!state.namespaces.has(members)) {
+    return { _tag: "UnknownNamespace" }
+  }
+  // Step 2: a live row is forwarded (through another hostname: the env's takeover decides).
   const key = rowKey(query)
   const existing = state.rows.get(key)
   if (existing !== undefined) {
     if (isLive(state, existing, now)) {
+      const held = decideHeld(existing, query.hostname, query.takeover ?? "wind_down", now, policy.leaseMs)
+      if (held._tag === "Deny") return { _tag: "HeldByAnotherHostname" }
+      if (held._tag === "WindingDown") {
+        state.rows.set(key, { ...existing, windDownAt: held.deadline })
+        return { _tag: "TakeoverInProgress", retryAfterMs: held.deadline - now }
+      }
       const owner = state.workers.get(existing.worker)!
       return { _tag: "Placed", worker: existing.worker, advertiseUrl: owner.advertiseUrl, epoch: existing.epoch, isNew: false }
     }
     deleteRow(state, existing)
   }
+  // Step 3: new ids of a pair rebound to this env wait one lease.
+  const displacedMs = binding === undefined ? 0 : displacementLeftMs(binding, now)
+  if (displacedMs > 0) return { _tag: "Displaced", retryAfterMs: displacedMs }
   const coldUntil = state.coldSince! + policy.leaseMs
   if (now < coldUntil) return { _tag: "ColdStart", retryAfterMs: coldUntil - now }
   const candidates = [...(state.members.get(members) ?? [])]
     .map((worker) => state.workers.get(worker)!)
+    .filter((record) => !hostnameAware || servesHostname(record.namespaces, query.env, query.namespace, query.hostname))
     .filter((record) => isPlaceable(record, now, policy, query.excluded))
     .map((record) => ({ worker: record.worker, headroom: record.headroom }))
     .sort(byWorkerId)

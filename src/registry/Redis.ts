@@ -18,6 +18,7 @@ import {
   type NamespaceRegistration,
   type PlacementKey,
   type PlacementView,
+  type RegisterOutcome,
   type RegistryPolicy,
   type ResolveOutcome,
   type ResolveQuery,
@@ -138,8 +139,10 @@ export const makeRedisBackend = (
     Effect.promise(() =>
       observed(observe, name, () => fanOut<A>(client, tags, `pinboard_${name}`, [String(now), ...args]), (out) => out.unreached.length > 0)
     )
-  const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<void>> =>
-    Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) }))
+  /** A fan-out whose replies say nothing: each bucket reached answers `value`. */
+  const everyAs = <A>(value: A, name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<A>> =>
+    Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, value] as const) }))
+  const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>) => everyAs(undefined, name, now, args)
   const keyArgs = (key: PlacementKey) => [key.env, key.namespace, key.id]
   const policyArgs = [
     String(policy.leaseMs),
@@ -158,7 +161,8 @@ export const makeRedisBackend = (
   return {
     buckets,
     register: (now, r) =>
-      everyVoid("register", now, [
+      // The scripts keep no hostname bindings yet (issue 9): every bucket registers.
+      everyAs(REGISTERED, "register", now, [
         r.worker,
         r.incarnation,
         r.advertiseUrl,
@@ -250,6 +254,8 @@ const fanOut = async <A>(
     ...(failed.length > 0 ? { cause: failed[0]!.value } : {})
   }
 }
+
+const REGISTERED: RegisterOutcome = { _tag: "Registered" }
 
 const flag = (value: boolean): string => (value ? "1" : "0")
 const text = (value: string | number | null | undefined): string => String(value ?? "")

@@ -4,15 +4,20 @@ import { Context, Effect, Layer, Random, Schedule } from "effect"
 import { Cluster, Redis } from "ioredis"
 import type { PinboardConfig } from "../Config.js"
 import {
+  BindingHeldByAnotherEnv,
+  HostnameBindingDisplaced,
   LeaseLost,
   NoLiveBackends,
   NotPlaced,
+  PlacementHeldByAnotherHostname,
   RegistryColdStart,
   RegistryUnavailable,
+  TakeoverInProgress,
   UnknownNamespace
 } from "../Errors.js"
 import type { FanOut, RegistryBackend } from "./Backend.js"
 import { bucketOf } from "./Bucket.js"
+import { bindingKey } from "./Hostnames.js"
 import type {
   CasOutcome,
   NamespaceRegistration,
@@ -34,6 +39,8 @@ export interface RegisterInput {
   readonly namespaces: ReadonlyArray<NamespaceRegistration>
   readonly headroom: number
   readonly draining: boolean
+  /** The registration epoch for hostname bindings; "0" when absent. */
+  readonly epoch?: string
 }
 
 export interface RegisterAnswer {
@@ -62,7 +69,10 @@ export interface HeartbeatAnswer {
 }
 
 export interface ResolveRequest extends PlacementKey {
+  /** The request's hostname in hostname-aware mode, else "". */
   readonly hostname: string
+  /** The env's takeover in hostname-aware mode (default wind_down). */
+  readonly takeover?: "wind_down" | "deny"
   /** The calling instance's worker, for attested calls. */
   readonly caller: string | undefined
   readonly affinity: string
@@ -70,6 +80,8 @@ export interface ResolveRequest extends PlacementKey {
 }
 
 export interface Placement {
+  /** The env the id is placed in: the request's, or in hostname-aware mode its pair's binding. */
+  readonly env: string
   readonly worker: string
   readonly advertiseUrl: string
   readonly epoch: string
@@ -80,10 +92,10 @@ type Op<A, E = never> = Effect.Effect<A, E | RegistryUnavailable>
 
 export interface RegistryService {
   readonly leaseMs: number
-  readonly register: (input: RegisterInput) => Op<RegisterAnswer>
+  readonly register: (input: RegisterInput) => Op<RegisterAnswer, BindingHeldByAnotherEnv>
   readonly heartbeat: (worker: string, input: HeartbeatInput) => Op<HeartbeatAnswer, LeaseLost>
   readonly deregister: (worker: string, incarnation: string) => Op<void>
-  readonly resolve: (request: ResolveRequest) => Op<Placement, UnknownNamespace | RegistryColdStart | NoLiveBackends>
+  readonly resolve: (request: ResolveRequest) => Op<Placement, ResolveRefusal>
   readonly release: (key: PlacementKey, epoch: string) => Op<CasOutcome>
   readonly tag: (key: PlacementKey, epoch: string, tag: string) => Op<CasOutcome>
   readonly nack: (worker: string) => Op<void>
@@ -117,16 +129,36 @@ const reachedAny = <A>(out: FanOut<A>): Effect.Effect<FanOut<A>, RegistryUnavail
 const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
   out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
 
-const placedOrRefused = (outcome: ResolveOutcome): Effect.Effect<Placement, UnknownNamespace | RegistryColdStart | NoLiveBackends> => {
+/** Why a resolve places nothing: the catalogue errors of routing.md "Resolution" and DESIGN 5. */
+export type ResolveRefusal =
+  | UnknownNamespace
+  | RegistryColdStart
+  | NoLiveBackends
+  | TakeoverInProgress
+  | PlacementHeldByAnotherHostname
+  | HostnameBindingDisplaced
+
+/** A pair rebound again while its resolve was being retried: the binding is moving; retry shortly. */
+const REBOUND_RETRY_MS = 1000
+
+const placedOrRefused = (outcome: ResolveOutcome, env: string): Effect.Effect<Placement, ResolveRefusal> => {
   switch (outcome._tag) {
     case "Placed":
-      return Effect.succeed(outcome)
+      return Effect.succeed({ ...outcome, env })
     case "UnknownNamespace":
       return new UnknownNamespace()
     case "ColdStart":
       return new RegistryColdStart({ retryAfterMs: outcome.retryAfterMs })
     case "NoLiveBackends":
       return new NoLiveBackends()
+    case "TakeoverInProgress":
+      return new TakeoverInProgress({ retryAfterMs: outcome.retryAfterMs })
+    case "HeldByAnotherHostname":
+      return new PlacementHeldByAnotherHostname()
+    case "Displaced":
+      return new HostnameBindingDisplaced({ retryAfterMs: outcome.retryAfterMs })
+    case "Rebound":
+      return new HostnameBindingDisplaced({ retryAfterMs: REBOUND_RETRY_MS })
   }
 }
 
@@ -139,6 +171,8 @@ const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll
 
 export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): RegistryService => {
   const bucket = (key: PlacementKey) => bucketOf(key.env, key.namespace, key.id, backend.buckets)
+  /** bindingKey(hostname, namespace) -> the env last learnt for it (hostname-aware mode). */
+  const boundEnvs = new Map<string, string>()
   return {
     leaseMs: policy.leaseMs,
     register: (input) =>
@@ -146,6 +180,7 @@ export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): 
         const at = yield* now
         const incarnation = yield* newIncarnation
         const out = yield* Effect.flatMap(backend.register(at, { ...input, incarnation }), reachedAny)
+        if (out.reached.some(([, outcome]) => outcome._tag === "BindingConflict")) return yield* new BindingHeldByAnotherEnv()
         return {
           worker: input.worker,
           incarnation,
@@ -169,22 +204,34 @@ export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): 
       }),
     deregister: (worker, incarnation) =>
       Effect.flatMap(now, (at) => backend.deregister(at, worker, incarnation)).pipe(Effect.flatMap(reachedAll)),
-    resolve: (request) =>
-      Effect.flatMap(now, (at) =>
-        Effect.flatMap(twoRandomNumbers, (dice) =>
-          backend.resolve(bucket(request), at, {
-            env: request.env,
-            namespace: request.namespace,
-            id: request.id,
-            hostname: request.hostname,
-            caller: request.caller,
-            affinity: oneLine(request.affinity),
-            excluded: request.excluded,
-            r1: Math.floor(dice / DICE) / DICE,
-            r2: (dice % DICE) / DICE
-          })
+    resolve: (request) => {
+      // In hostname-aware mode the env is the pair's binding, learnt from the registry: any bucket
+      // knows it and answers Rebound when the env tried is not it; the id's bucket is then asked.
+      const pair = request.hostname === "" ? undefined : bindingKey(request.hostname, request.namespace)
+      const resolveIn = (env: string) =>
+        Effect.flatMap(now, (at) =>
+          Effect.flatMap(twoRandomNumbers, (dice) =>
+            backend.resolve(bucket({ ...request, env }), at, {
+              env,
+              namespace: request.namespace,
+              id: request.id,
+              hostname: request.hostname,
+              ...(request.takeover === undefined ? {} : { takeover: request.takeover }),
+              caller: request.caller,
+              affinity: oneLine(request.affinity),
+              excluded: request.excluded,
+              r1: Math.floor(dice / DICE) / DICE,
+              r2: (dice % DICE) / DICE
+            })
+          )
         )
-      ).pipe(Effect.flatMap(placedOrRefused)),
+      const env = (pair === undefined ? undefined : boundEnvs.get(pair)) ?? request.env
+      return Effect.flatMap(resolveIn(env), (outcome) => {
+        if (outcome._tag !== "Rebound" || pair === undefined) return placedOrRefused(outcome, env)
+        boundEnvs.set(pair, outcome.env)
+        return Effect.flatMap(resolveIn(outcome.env), (again) => placedOrRefused(again, outcome.env))
+      })
+    },
     release: (key, epoch) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch)),
     tag: (key, epoch, value) => Effect.flatMap(now, (at) => backend.tag(bucket(key), at, key, epoch, value)),
     nack: (worker) => Effect.flatMap(now, (at) => backend.nack(at, worker)).pipe(Effect.flatMap(reachedAny), Effect.asVoid),
@@ -209,11 +256,14 @@ export const policyOf = (config: PinboardConfig): RegistryPolicy => ({
 const outcomeOf = (request: ResolveRequest, placement: Placement): ResolveMetric =>
   !placement.isNew ? "forwarded" : request.excluded.length > 0 ? "re_placed" : "placed"
 
-const REFUSED: Record<"UnknownNamespace" | "RegistryColdStart" | "NoLiveBackends" | "RegistryUnavailable", ResolveMetric> = {
+const REFUSED: Record<ResolveRefusal["_tag"] | "RegistryUnavailable", ResolveMetric> = {
   UnknownNamespace: "unknown_namespace",
   RegistryColdStart: "cold_start",
   NoLiveBackends: "no_live_backends",
-  RegistryUnavailable: "unavailable"
+  RegistryUnavailable: "unavailable",
+  TakeoverInProgress: "takeover",
+  PlacementHeldByAnotherHostname: "held_by_another_hostname",
+  HostnameBindingDisplaced: "displaced"
 }
 
 /** Resolves timed and counted by outcome (docs/operations.md); the registry itself when metrics are off. */

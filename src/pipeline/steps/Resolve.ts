@@ -1,8 +1,8 @@
 // Step 7, resolve (routing.md "Resolution"): the one atomic resolve of the request, and the
 // time it was made, for the re-resolve rule of "Retries Pinboard makes".
 import { Effect } from "effect"
-import type { NoLiveBackends, RegistryColdStart, RegistryUnavailable, UnknownNamespace } from "../../Errors.js"
-import { Registry, type Placement, type ResolveRequest } from "../../registry/Registry.js"
+import type { RegistryUnavailable } from "../../Errors.js"
+import { Registry, type Placement, type ResolveRefusal, type ResolveRequest } from "../../registry/Registry.js"
 
 export interface Resolved {
   readonly placement: Placement
@@ -10,7 +10,7 @@ export interface Resolved {
   readonly resolvedAt: number
 }
 
-export type ResolveError = UnknownNamespace | RegistryColdStart | NoLiveBackends | RegistryUnavailable
+export type ResolveError = ResolveRefusal | RegistryUnavailable
 
 export const resolvePlacement = (request: ResolveRequest): Effect.Effect<Resolved, ResolveError, Registry> =>
   Effect.flatMap(Registry, (registry) =>
