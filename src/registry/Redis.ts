@@ -139,10 +139,8 @@ export const makeRedisBackend = (
     Effect.promise(() =>
       observed(observe, name, () => fanOut<A>(client, tags, `pinboard_${name}`, [String(now), ...args]), (out) => out.unreached.length > 0)
     )
-  /** A fan-out whose replies say nothing: each bucket reached answers `value`. */
-  const everyAs = <A>(value: A, name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<A>> =>
-    Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, value] as const) }))
-  const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>) => everyAs(undefined, name, now, args)
+  const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<void>> =>
+    Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) }))
   const keyArgs = (key: PlacementKey) => [key.env, key.namespace, key.id]
   const policyArgs = [
     String(policy.leaseMs),
@@ -161,8 +159,7 @@ export const makeRedisBackend = (
   return {
     buckets,
     register: (now, r) =>
-      // The scripts keep no hostname bindings yet (issue 9): every bucket registers.
-      everyAs(REGISTERED, "register", now, [
+      every<string>("register", now, [
         r.worker,
         r.incarnation,
         r.advertiseUrl,
@@ -170,8 +167,10 @@ export const makeRedisBackend = (
         String(r.headroom),
         flag(r.draining),
         JSON.stringify(r.namespaces),
-        r.namespaces.map((n) => memberKey(n.env, n.namespace)).join("\n")
-      ]),
+        r.namespaces.map((n) => memberKey(n.env, n.namespace)).join("\n"),
+        r.epoch ?? "0",
+        r.namespaces.flatMap((n) => (n.hostname === "" ? [] : [`${n.hostname}|${n.namespace}|${n.env}`])).join("\n")
+      ]).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeRegister(reply)] as const) }))),
     heartbeat: (now, beat) =>
       every<Reply>("heartbeat", now, [
         beat.worker,
@@ -255,7 +254,8 @@ const fanOut = async <A>(
   }
 }
 
-const REGISTERED: RegisterOutcome = { _tag: "Registered" }
+const decodeRegister = (reply: string): RegisterOutcome =>
+  reply === "conflict" ? { _tag: "BindingConflict" } : { _tag: "Registered" }
 
 const flag = (value: boolean): string => (value ? "1" : "0")
 const text = (value: string | number | null | undefined): string => String(value ?? "")
@@ -265,7 +265,7 @@ const RANDOM_SCALE = 2 ** 26
 
 /** One resolve query as one script argument (see resolve.lua); no field holds "\n", nor "," but the last. */
 const packResolve = (now: number, q: ResolveQuery): string =>
-  `${now}\n${q.env}\n${q.namespace}\n${q.id}\n${q.hostname}\n${q.caller ?? ""}\n${q.affinity}\n${q.r1 * RANDOM_SCALE}\n${q.r2 * RANDOM_SCALE}\n${q.excluded.join(",")}`
+  `${now}\n${q.env}\n${q.namespace}\n${q.id}\n${q.hostname}\n${q.takeover ?? ""}\n${q.caller ?? ""}\n${q.affinity}\n${q.r1 * RANDOM_SCALE}\n${q.r2 * RANDOM_SCALE}\n${q.excluded.join(",")}`
 
 const decodeResolve = (reply: string): ResolveOutcome => {
   const fields = reply.split("\n")
@@ -276,6 +276,14 @@ const decodeResolve = (reply: string): ResolveOutcome => {
       return { _tag: "UnknownNamespace" }
     case "cold":
       return { _tag: "ColdStart", retryAfterMs: Number(fields[1]) }
+    case "rebound":
+      return { _tag: "Rebound", env: fields[1]! }
+    case "held":
+      return { _tag: "HeldByAnotherHostname" }
+    case "takeover":
+      return { _tag: "TakeoverInProgress", retryAfterMs: Number(fields[1]) }
+    case "displaced":
+      return { _tag: "Displaced", retryAfterMs: Number(fields[1]) }
     default:
       return { _tag: "NoLiveBackends" }
   }

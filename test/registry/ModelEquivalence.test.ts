@@ -7,6 +7,7 @@ import type { RegistryBackend } from "../../src/registry/Backend.js"
 import { bucketOf } from "../../src/registry/Bucket.js"
 import { memberKey, rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
+import { bindingKey, servesHostname } from "../../src/registry/Hostnames.js"
 import { byWorkerId, choosePlacement, isPlaceable } from "../../src/registry/Placement.js"
 import { redisBackend, useRedis, useRedisCluster, wipeBucket } from "../support/RedisBackend.js"
 
@@ -15,20 +16,24 @@ const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThresho
 const WORKERS = ["w-a", "w-b", "w-c", "w-d"]
 const NAMESPACES = ["/n1", "/n2"]
 const IDS = ["x", "y", "z", "q", "r"]
+/** Hostname-aware runs: two hostnames, two envs, registration epochs (DESIGN 8). */
+const HOSTS = ["a.example", "b.example"]
+const ENVS = ["prod", "dev"]
+const EPOCHS = ["0", "1", "2", "5"]
 const HEADROOMS = [0, 1, 1.5, 2.5, 4, 6, 10, 0.1 + 0.2, 1e-9, 7]
 
 type Cmd =
-  | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean }
+  | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean; readonly hosts?: ReadonlyArray<readonly [string, string]>; readonly epoch?: string }
   | { readonly op: "heartbeat"; readonly worker: string; readonly stale: boolean; readonly headroom: number; readonly draining: boolean; readonly degraded: boolean }
   | { readonly op: "deregister"; readonly worker: string; readonly stale: boolean }
-  | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number }
-  | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean }
-  | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string }
+  | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number; readonly hostname?: string; readonly env?: string; readonly takeover?: "wind_down" | "deny" }
+  | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly env?: string }
+  | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string; readonly env?: string }
   | { readonly op: "nack"; readonly worker: string }
   | { readonly op: "advance"; readonly ms: number }
   | { readonly op: "wipe"; readonly bucket: number }
   | { readonly op: "sweep" | "workers" }
-  | { readonly op: "placement"; readonly namespace: string; readonly id: string }
+  | { readonly op: "placement"; readonly namespace: string; readonly id: string; readonly env?: string }
   | { readonly op: "resolveMany"; readonly resolves: ReadonlyArray<Extract<Cmd, { op: "resolve" }>> }
 
 /** Most runs start from a registered fleet past its cold start. */
@@ -64,6 +69,42 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   fc.record({ op: fc.constant("placement" as const), namespace, id })
 )
 
+/** Hostname-aware runs: registrations name (hostname, env) per namespace with an epoch; resolves come through a hostname. */
+const host = fc.constantFrom(...HOSTS)
+const env = fc.constantFrom(...ENVS)
+const hostnameResolve = fc.record({
+  op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2"), caller: fc.option(worker, { nil: undefined }),
+  excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit, hostname: host, env, takeover: fc.constantFrom("wind_down" as const, "deny" as const)
+})
+const hostnameCommand: fc.Arbitrary<Cmd> = fc.oneof(
+  { arbitrary: hostnameResolve, weight: 8 },
+  { arbitrary: fc.record({ op: fc.constant("resolveMany" as const), resolves: fc.array(hostnameResolve, { minLength: 2, maxLength: 6 }) }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant("register" as const), worker, namespaces: fc.subarray(NAMESPACES, { minLength: 1 }), headroom: fc.constantFrom(...HEADROOMS), draining: rarely, hosts: fc.array(fc.tuple(host, env), { minLength: 1, maxLength: 2 }), epoch: fc.constantFrom(...EPOCHS) }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant("heartbeat" as const), worker, stale: rarely, headroom: fc.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
+  fc.record({ op: fc.constant("deregister" as const), worker, stale: fc.boolean() }),
+  fc.record({ op: fc.constantFrom("release" as const, "windDown" as const), namespace, id, stale: fc.boolean(), env }),
+  fc.record({ op: fc.constant("tag" as const), namespace, id, stale: fc.boolean(), tag: fc.string({ maxLength: 8 }), env }),
+  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 500, 1000, 2000, 3000, 6001) }), weight: 4 },
+  { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
+  fc.record({ op: fc.constantFrom("sweep" as const, "workers" as const) }),
+  fc.record({ op: fc.constant("placement" as const), namespace, id, env })
+)
+
+/** A hostname-aware fleet past its cold start: both hostnames bound to prod (so takeovers happen), w-d on dev. */
+const HOSTNAME_FLEET: ReadonlyArray<Cmd> = [
+  { op: "register", worker: "w-a", namespaces: ["/n1", "/n2"], headroom: 1, draining: false, hosts: [["a.example", "prod"]], epoch: "1" },
+  { op: "register", worker: "w-b", namespaces: ["/n1", "/n2"], headroom: 2.5, draining: false, hosts: [["b.example", "prod"]], epoch: "1" },
+  { op: "register", worker: "w-c", namespaces: ["/n1"], headroom: 1, draining: false, hosts: [["a.example", "prod"], ["b.example", "prod"]], epoch: "1" },
+  { op: "advance", ms: 1600 },
+  ...["w-a", "w-b", "w-c"].map((worker): Cmd => ({ op: "heartbeat", worker, stale: false, headroom: 1, draining: false, degraded: false })),
+  { op: "advance", ms: 1500 },
+  ...["w-a", "w-b", "w-c"].map((worker): Cmd => ({ op: "heartbeat", worker, stale: false, headroom: 1, draining: false, degraded: false }))
+]
+
+/** The registrations of a register command: per namespace, plain or one per (hostname, env). */
+const registrationsOf = (cmd: Extract<Cmd, { op: "register" }>) =>
+  cmd.namespaces.flatMap((ns) => (cmd.hosts === undefined ? [{ namespace: ns, hostname: "", env: "" }] : cmd.hosts.map(([hostname, e]) => ({ namespace: ns, hostname, env: e }))))
+
 /** What the test knows from earlier answers: incarnations and epochs it was told. */
 interface Knowledge {
   readonly incarnations: Map<string, string>
@@ -72,13 +113,13 @@ interface Knowledge {
   serial: number
 }
 
-const keyOf = (cmd: { namespace: string; id: string }): PlacementKey => ({ env: "", namespace: cmd.namespace, id: cmd.id })
+const keyOf = (cmd: { namespace: string; id: string; env?: string }): PlacementKey => ({ env: cmd.env ?? "", namespace: cmd.namespace, id: cmd.id })
 const run = <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(effect)
 
 const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Knowledge, incarnation: string): Promise<unknown> => {
   switch (cmd.op) {
     case "register":
-      return run(backend.register(now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: cmd.namespaces.map((ns) => ({ namespace: ns, hostname: "", env: "" })), headroom: cmd.headroom, draining: cmd.draining }))
+      return run(backend.register(now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: registrationsOf(cmd), headroom: cmd.headroom, draining: cmd.draining, ...(cmd.epoch === undefined ? {} : { epoch: cmd.epoch }) }))
     case "heartbeat": {
       const answers = await run(backend.heartbeat(now, { worker: cmd.worker, incarnation: cmd.stale ? "stale" : known.incarnations.get(cmd.worker) ?? "none", headroom: cmd.headroom, draining: cmd.draining, degraded: cmd.degraded }))
       expect(answers.unreached).toEqual([])
@@ -87,11 +128,11 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
     case "deregister":
       return run(backend.deregister(now, cmd.worker, cmd.stale ? "stale" : known.incarnations.get(cmd.worker) ?? "none"))
     case "resolve":
-      return run(backend.resolve(bucketOf("", cmd.namespace, cmd.id, BUCKETS), now, { ...keyOf(cmd), hostname: "", caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }))
+      return run(backend.resolve(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, { ...keyOf(cmd), hostname: cmd.hostname ?? "", ...(cmd.takeover === undefined ? {} : { takeover: cmd.takeover }), caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }))
     case "release":
     case "windDown":
     case "tag": {
-      const bucket = bucketOf("", cmd.namespace, cmd.id, BUCKETS)
+      const bucket = bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS)
       const epoch = cmd.stale ? "1" : known.epochs.get(rowKey(keyOf(cmd))) ?? "1"
       if (cmd.op === "release") return run(backend.release(bucket, now, keyOf(cmd), epoch))
       if (cmd.op === "tag") return run(backend.tag(bucket, now, keyOf(cmd), epoch, cmd.tag))
@@ -104,7 +145,7 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
     case "workers":
       return run(backend.workers(now))
     case "placement":
-      return run(backend.placement(bucketOf("", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd)))
+      return run(backend.placement(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd)))
     case "resolveMany":
       return Promise.all(cmd.resolves.map((resolve) => apply(backend, resolve, now, known, incarnation)))
     case "advance":
@@ -114,7 +155,7 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
 }
 
 /** The invariants of a resolve answer, judged on the embedded bucket's state before the call. */
-const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number, known: Knowledge, answer: unknown, before: { coldSince: number | undefined; liveOwner: { worker: string; epoch: string } | undefined; expected: string | undefined }) => {
+const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number, known: Knowledge, answer: unknown, before: { coldSince: number | undefined; liveOwner: { worker: string; epoch: string } | undefined; expected: string | undefined; displacedUntil: number }) => {
   const outcome = answer as { _tag: string; worker: string; epoch: string; isNew: boolean }
   if (outcome._tag !== "Placed") return
   const key = rowKey(keyOf(cmd))
@@ -124,9 +165,10 @@ const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }
     expect(before.liveOwner).toBeUndefined()
     // Epochs strictly increase per id across placements and wipes.
     expect(epoch > (known.maxEpoch.get(key) ?? 0n)).toBe(true)
-    // No new placement in cold start.
+    // No new placement in cold start, nor for a displaced pair within its lease.
     expect(before.coldSince === undefined || now >= before.coldSince + policy.leaseMs).toBe(true)
-    // The choice DESIGN 5 prescribes, among placeable workers only.
+    expect(now >= before.displacedUntil).toBe(true)
+    // The choice DESIGN 5 prescribes, among placeable workers only (of the request's hostname).
     expect(outcome.worker).toBe(before.expected)
   } else {
     expect(before.liveOwner).toEqual({ worker: outcome.worker, epoch: outcome.epoch })
@@ -137,21 +179,31 @@ const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }
 }
 
 const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number) => {
-  const state = memory.inspect(bucketOf("", cmd.namespace, cmd.id, BUCKETS))
+  const env = cmd.env ?? ""
+  const hostname = cmd.hostname ?? ""
+  const state = memory.inspect(bucketOf(env, cmd.namespace, cmd.id, BUCKETS))
   const row = state.rows.get(rowKey(keyOf(cmd)))
   const owner = row && state.workers.get(row.worker)
   const live = row !== undefined && owner !== undefined && owner.incarnation === row.incarnation && owner.leaseExpiresAt > now && (row.windDownAt === 0 || row.windDownAt > now)
-  const candidates = [...(state.members.get(memberKey("", cmd.namespace)) ?? [])]
+  const candidates = [...(state.members.get(memberKey(env, cmd.namespace)) ?? [])]
     .map((w) => state.workers.get(w)!)
+    // No placement on another hostname's worker.
+    .filter((record) => hostname === "" || servesHostname(record.namespaces, env, cmd.namespace, hostname))
     .filter((record) => isPlaceable(record, now, policy, cmd.excluded))
     .map((record) => ({ worker: record.worker, headroom: record.headroom }))
     .sort(byWorkerId)
   return {
     coldSince: state.coldSince,
     liveOwner: live ? { worker: row.worker, epoch: row.epoch } : undefined,
+    displacedUntil: hostname === "" ? 0 : state.bindings.get(bindingKey(hostname, cmd.namespace))?.displacedUntil ?? 0,
     expected: choosePlacement({ candidates, caller: cmd.caller, affinity: cmd.affinity, balanceFactor: policy.balanceFactor, r1: cmd.r1, r2: cmd.r2 })
   }
 }
+
+const MODES = [
+  { mode: "plain", fleet: FLEET, commands: command },
+  { mode: "hostname-aware", fleet: HOSTNAME_FLEET, commands: hostnameCommand }
+] as const
 
 describe.each([
   { layer: "one redis-server", connect: useRedis, numRuns: 300 },
@@ -160,10 +212,10 @@ describe.each([
   const live = connect()
   let runs = 0
 
-  it("answers equally at every step and keeps the invariants", async () => {
+  it.each(MODES)("answers equally at every step and keeps the invariants ($mode)", async ({ fleet: warm, commands }) => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(true, true, true, false), fc.array(command, { minLength: 5, maxLength: 100 }), async (fleet, random) => {
-        const cmds = fleet ? [...FLEET, ...random] : random
+      fc.asyncProperty(fc.constantFrom(true, true, true, false), fc.array(commands, { minLength: 5, maxLength: 100 }), async (fleet, random) => {
+        const cmds = fleet ? [...warm, ...random] : random
         const prefix = `m${runs++}`
         const memory = makeMemoryBackend(BUCKETS, policy)
         const redis = redisBackend(live.client, prefix, BUCKETS, policy)

@@ -26,6 +26,19 @@ local function nextEpoch(atText)
   return epoch
 end
 
+-- Epochs as decimal strings without leading zeros: the longer, or the same length and greater.
+local function epochGreater(a, b)
+  return #a > #b or (#a == #b and a > b)
+end
+
+-- Whether a worker's registrations (its "ns" JSON) name this env, namespace and hostname.
+local function servesHostname(namespacesJson, env, namespace, hostname)
+  for _, entry in ipairs(cjson.decode(namespacesJson)) do
+    if entry.env == env and entry.namespace == namespace and entry.hostname == hostname then return true end
+  end
+  return false
+end
+
 local function lines(text)
   local out = {}
   for line in string.gmatch(text or "", "[^\n]+") do out[#out + 1] = line end
