@@ -1,13 +1,14 @@
-// Hostname-aware mode in the registry model (issue 9; DESIGN 5 and 8; routing.md
-// "Hostname-aware mode"), on the embedded registry under TestClock: per-hostname pools, the
-// 409, takeover (wind_down with its heartbeat entry, deadline and early release; deny),
-// rebinding with displacement, and the env learnt from the binding. The Redis scripts do not
-// implement this yet; these tests move to both layers when they do.
+// Hostname-aware mode in the registry (issue 9; DESIGN 5 and 8; routing.md "Hostname-aware
+// mode"), on both layers under TestClock: per-hostname pools, the 409, takeover (wind_down with
+// its heartbeat entry, deadline and early release; deny), rebinding with displacement, and the
+// env learnt from the binding.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, TestClock } from "effect"
 import type { NamespaceRegistration, RegistryPolicy } from "../../src/registry/Domain.js"
+import type { RegistryBackend } from "../../src/registry/Backend.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import { redisBackend, useRedis } from "../support/RedisBackend.js"
 
 const LEASE = 15_000
 const T0 = 1_800_000_000_000
@@ -25,11 +26,18 @@ const request = (hostname: string, id: string, takeover: "wind_down" | "deny" = 
   excluded: []
 })
 
+const redis = useRedis()
+let prefixes = 0
+const LAYERS: ReadonlyArray<readonly [string, () => RegistryBackend]> = [
+  ["embedded", () => makeMemoryBackend(4, policy)],
+  ["redis", () => redisBackend(redis.client, `host${prefixes++}`, 4, policy)]
+]
+
 /** Registers workers (worker, its registrations, epoch), keeps them heartbeating, and waits out the cold start. */
-const fleet = (workers: ReadonlyArray<readonly [string, ReadonlyArray<NamespaceRegistration>, string]>) =>
+const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<readonly [string, ReadonlyArray<NamespaceRegistration>, string]>) =>
   Effect.gen(function* () {
     yield* TestClock.setTime(T0)
-    const registry = makeRegistry(makeMemoryBackend(4, policy), policy)
+    const registry = makeRegistry(backend(), policy)
     const incarnations = new Map<string, string>()
     for (const [worker, namespaces, epoch] of workers) {
       const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch })
@@ -55,7 +63,8 @@ const refusal = (registry: RegistryService, hostname: string, id: string, takeov
     retryAfterMs: "retryAfterMs" in error ? error.retryAfterMs : undefined
   }))
 
-describe("hostname-aware mode in the registry model", () => {
+describe.each(LAYERS)("hostname-aware mode in the registry (%s)", (_layer, backend) => {
+  const fleet = fleetOn(backend)
   it.effect("each hostname's ids go to its own workers; the env comes from the pair's binding", () =>
     Effect.gen(function* () {
       const { registry } = yield* fleet([
