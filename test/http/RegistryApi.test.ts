@@ -739,6 +739,49 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
     })
   })
 
+  describe("hostname-aware mode (DESIGN 4 and 8)", () => {
+    const docs = (hostname: string, env: string) => ({ namespace: "/docs", hostname, env })
+
+    it("registrations name {namespace, hostname, env}; the hostname is kept lowercased; workers list them so", async () => {
+      const pb = await start({ hostnameAware: true })
+      try {
+        const body = { worker: "w1", advertiseUrl: urlOf("w1"), namespaces: [docs("A.Example", "prod"), docs("a.example", "prod")], headroom: 1 }
+        expect((await register(pb, body)).status).toBe(200)
+        const listed = await send(pb.url, "/registry/workers")
+        expect((listed.json as { workers: Array<{ namespaces: unknown }> }).workers[0]!.namespaces).toEqual([docs("a.example", "prod")])
+      } finally {
+        await pb.stop()
+      }
+    })
+
+    it("another env for a bound pair: 409 without a higher epoch, accepted with one", async () => {
+      const pb = await start({ hostnameAware: true })
+      try {
+        const as = (worker: string, env: string, epoch: string) => ({ worker, advertiseUrl: urlOf(worker), namespaces: [docs("a.example", env)], headroom: 1, epoch })
+        expect((await register(pb, as("w1", "prod", "3"))).status).toBe(200)
+        expectJson(await register(pb, as("w2", "staging", "3")), 409, { error: "hostname binding held by another env" })
+        expect((await register(pb, as("w2", "prod", "1"))).status).toBe(200)
+        expect((await register(pb, as("w2", "staging", "4"))).status).toBe(200)
+      } finally {
+        await pb.stop()
+      }
+    })
+
+    it("plain namespace strings, a hostname with a port, a missing env: 400 naming the entry", async () => {
+      const pb = await start({ hostnameAware: true })
+      try {
+        const base = { worker: "w1", advertiseUrl: urlOf("w1"), headroom: 1 }
+        expectJson(await register(pb, { ...base, namespaces: ["/docs"] }), 400, { error: 'namespaces[0]: expected an object {"namespace","hostname","env"}' })
+        expectJson(await register(pb, { ...base, namespaces: [docs("a.example:8080", "prod")] }), 400, {
+          error: "namespaces[0].hostname: expected a hostname: 1-253 characters of [A-Za-z0-9.-], without a port"
+        })
+        expectJson(await register(pb, { ...base, namespaces: [{ namespace: "/docs", hostname: "a.example" }] }), 400, { error: "namespaces[0].env: is required" })
+      } finally {
+        await pb.stop()
+      }
+    })
+  })
+
   describe("probes", () => {
     it("GET and HEAD /healthz answer 200; /readyz 200 while the registry answers", async () => {
       const pb = await start()

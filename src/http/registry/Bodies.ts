@@ -45,16 +45,36 @@ export const AdvertiseUrl = Schema.String.pipe(Schema.filter(isAdvertiseUrl)).an
   expected("an absolute http: or https: URL without query or fragment")
 )
 
-export const RegisterBody = Schema.Struct({
+/** A hostname as the Host header names it: letters, digits, dots and hyphens, no port. */
+export const Hostname = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.-]{1,253}$/)).annotations(
+  expected("a hostname: 1-253 characters of [A-Za-z0-9.-], without a port")
+)
+
+/** Hostname-aware mode: a namespace served for one hostname, in one env (DESIGN 4, 8). */
+export const HostnameRegistration = Schema.Struct({ namespace: Namespace, hostname: Hostname, env: Env }).annotations({
+  message: () => 'expected an object {"namespace","hostname","env"}'
+})
+
+// Messages without override here, so that a bad element is reported as namespaces[i].
+const listOf = <A, I>(entry: Schema.Schema<A, I>, what: string) =>
+  Schema.Array(entry)
+    .annotations({ message: () => `expected a list of ${what}` })
+    .pipe(Schema.filter((list) => list.length >= 1 && list.length <= 1024, { message: () => `expected a list of 1-1024 ${what}` }))
+
+const registerFields = {
   worker: WorkerId,
   advertiseUrl: AdvertiseUrl,
-  // Messages without override here, so that a bad element is reported as namespaces[i].
-  namespaces: Schema.Array(Namespace)
-    .annotations({ message: () => "expected a list of namespaces" })
-    .pipe(Schema.filter((list) => list.length >= 1 && list.length <= 1024, { message: () => "expected a list of 1-1024 namespaces" })),
   headroom: Headroom,
   draining: Schema.optionalWith(Flag, { exact: true }),
   epoch: Schema.optionalWith(Epoch, { exact: true })
+}
+
+export const RegisterBody = Schema.Struct({ ...registerFields, namespaces: listOf(Namespace, "namespaces") })
+
+/** In hostname-aware mode every entry names its hostname and env. */
+export const HostnameRegisterBody = Schema.Struct({
+  ...registerFields,
+  namespaces: listOf(HostnameRegistration, "namespace registrations")
 })
 
 export const HeartbeatBody = Schema.Struct({

@@ -14,6 +14,7 @@ import {
   decodeParam,
   Env,
   HeartbeatBody,
+  HostnameRegisterBody,
   Incarnation,
   InstanceId,
   Namespace,
@@ -35,8 +36,16 @@ const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } |
 const body = <A, I>(req: IncomingMessage, schema: Schema.Schema<A, I>) =>
   Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => decodeBody(schema, input))
 
-const registrationsOf = (namespaces: ReadonlyArray<string>): ReadonlyArray<NamespaceRegistration> =>
-  [...new Set(namespaces)].map((namespace) => ({ namespace, hostname: "", env: "" }))
+/** Each registration once; a hostname lowercased, as Pinboard reads the Host header. */
+const registrationsOf = (namespaces: ReadonlyArray<string | NamespaceRegistration>): ReadonlyArray<NamespaceRegistration> => {
+  const unique = new Map<string, NamespaceRegistration>()
+  for (const entry of namespaces) {
+    const registration =
+      typeof entry === "string" ? { namespace: entry, hostname: "", env: "" } : { ...entry, hostname: entry.hostname.toLowerCase() }
+    unique.set(`${registration.hostname}\n${registration.namespace}\n${registration.env}`, registration)
+  }
+  return [...unique.values()]
+}
 
 const workerJson = (config: PinboardConfig) => (view: WorkerView) => ({
   worker: view.worker,
@@ -84,14 +93,15 @@ export const handleRegistry = (req: IncomingMessage) =>
         if (path.length === 1) {
           if (isReadMethod(method)) return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
           yield* only("POST")
-          const input = yield* body(req, RegisterBody)
+          const input = config.hostnameAware ? yield* body(req, HostnameRegisterBody) : yield* body(req, RegisterBody)
           return ok(
             yield* registry.register({
               worker: input.worker,
               advertiseUrl: input.advertiseUrl,
               namespaces: registrationsOf(input.namespaces),
               headroom: input.headroom,
-              draining: input.draining ?? false
+              draining: input.draining ?? false,
+              ...(input.epoch === undefined ? {} : { epoch: input.epoch })
             })
           )
         }
