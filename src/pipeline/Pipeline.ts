@@ -33,7 +33,7 @@ interface Admitted {
   readonly binding: Binding
 }
 
-const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote) =>
+const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote, hostnameAware: boolean) =>
   Effect.gen(function* () {
     const address = yield* readAddress(rawUrl)
     note.namespace = address.namespace
@@ -41,7 +41,7 @@ const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote)
     const caller = yield* readCaller(headers)
     const depth = yield* depthOf(caller)
     const admission = yield* admitByRule(address.namespace, headers, caller)
-    const binding = yield* bindingOf(address.namespace, headers)
+    const binding = yield* bindingOf(headers, hostnameAware)
     yield* checkCallerScope(admission, caller)
     return { address, caller, depth, principal: admission.principal, binding } satisfies Admitted
   })
@@ -65,7 +65,7 @@ const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (ou
   Effect.gen(function* () {
     const config = yield* AppConfig
     const auth = yield* Auth
-    const admitted = yield* admit(req.url ?? "/", req.headers, note)
+    const admitted = yield* admit(req.url ?? "/", req.headers, note, config.hostnameAware)
     const peer = peerAddress(req.socket.remoteAddress)
     const caller = admitted.caller === undefined ? undefined : `${admitted.caller.namespace}/${admitted.caller.id}`
     const outboundOf: OutboundOf = (placement, sendBy, settled) => {

@@ -2,7 +2,7 @@
 // random numbers from Random around a backend (embedded memory or Redis).
 import { Context, Effect, Layer, Random, Schedule } from "effect"
 import { Cluster, Redis } from "ioredis"
-import type { PinboardConfig } from "../Config.js"
+import { takeoverOf, type PinboardConfig } from "../Config.js"
 import {
   BindingHeldByAnotherEnv,
   HostnameBindingDisplaced,
@@ -71,8 +71,6 @@ export interface HeartbeatAnswer {
 export interface ResolveRequest extends PlacementKey {
   /** The request's hostname in hostname-aware mode, else "". */
   readonly hostname: string
-  /** The env's takeover in hostname-aware mode (default wind_down). */
-  readonly takeover?: "wind_down" | "deny"
   /** The calling instance's worker, for attested calls. */
   readonly caller: string | undefined
   readonly affinity: string
@@ -169,7 +167,14 @@ const twoRandomNumbers = Random.nextIntBetween(0, DICE * DICE)
 /** Affinity values are header or cookie text; a line break never reaches the registry. */
 const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll("\n", " ") : text)
 
-export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): RegistryService => {
+/** Each env's takeover in hostname-aware mode (DESIGN 8, `envs.<env>.takeover`). */
+export type TakeoverOf = (env: string) => "wind_down" | "deny"
+
+export const makeRegistry = (
+  backend: RegistryBackend,
+  policy: RegistryPolicy,
+  takeoverOf: TakeoverOf = () => "wind_down"
+): RegistryService => {
   const bucket = (key: PlacementKey) => bucketOf(key.env, key.namespace, key.id, backend.buckets)
   /** bindingKey(hostname, namespace) -> the env last learnt for it (hostname-aware mode). */
   const boundEnvs = new Map<string, string>()
@@ -216,7 +221,7 @@ export const makeRegistry = (backend: RegistryBackend, policy: RegistryPolicy): 
               namespace: request.namespace,
               id: request.id,
               hostname: request.hostname,
-              ...(request.takeover === undefined ? {} : { takeover: request.takeover }),
+              takeover: takeoverOf(env),
               caller: request.caller,
               affinity: oneLine(request.affinity),
               excluded: request.excluded,
@@ -328,7 +333,7 @@ export const layer = (config: PinboardConfig): Layer.Layer<Registry, never, Metr
               policy,
               ...(metrics.enabled ? { observe: metrics.redisCall } : {})
             })
-      const registry = withResolveMetrics(makeRegistry(backend, policy), metrics)
+      const registry = withResolveMetrics(makeRegistry(backend, policy, (env) => takeoverOf(config, env)), metrics)
       yield* sweepForever(registry)
       return registry
     })

@@ -15,12 +15,11 @@ const T0 = 1_800_000_000_000
 const policy: RegistryPolicy = { leaseMs: LEASE, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: LEASE }
 const docs = (hostname: string, env: string): NamespaceRegistration => ({ namespace: "/docs", hostname, env })
 
-const request = (hostname: string, id: string, takeover: "wind_down" | "deny" = "wind_down") => ({
+const request = (hostname: string, id: string) => ({
   env: "",
   namespace: "/docs",
   id,
   hostname,
-  takeover,
   caller: undefined,
   affinity: "10.0.0.1",
   excluded: []
@@ -37,7 +36,8 @@ const LAYERS: ReadonlyArray<readonly [string, () => RegistryBackend]> = [
 const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<readonly [string, ReadonlyArray<NamespaceRegistration>, string]>) =>
   Effect.gen(function* () {
     yield* TestClock.setTime(T0)
-    const registry = makeRegistry(backend(), policy)
+    // envs.strict.takeover is deny; the other envs wind down (DESIGN 8).
+    const registry = makeRegistry(backend(), policy, (env) => (env === "strict" ? "deny" : "wind_down"))
     const incarnations = new Map<string, string>()
     for (const [worker, namespaces, epoch] of workers) {
       const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch })
@@ -57,8 +57,8 @@ const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<read
     return { registry, beat, advance, join }
   })
 
-const refusal = (registry: RegistryService, hostname: string, id: string, takeover: "wind_down" | "deny" = "wind_down") =>
-  Effect.map(Effect.flip(registry.resolve(request(hostname, id, takeover))), (error) => ({
+const refusal = (registry: RegistryService, hostname: string, id: string) =>
+  Effect.map(Effect.flip(registry.resolve(request(hostname, id))), (error) => ({
     tag: error._tag,
     retryAfterMs: "retryAfterMs" in error ? error.retryAfterMs : undefined
   }))
@@ -111,19 +111,21 @@ describe.each(LAYERS)("hostname-aware mode in the registry (%s)", (_layer, backe
     })
   )
 
-  it.effect("takeover wind_down ends early when the owner releases; deny answers 503 placement held by another hostname", () =>
+  it.effect("takeover wind_down ends early when the owner releases; an env with deny answers 503 placement held by another hostname", () =>
     Effect.gen(function* () {
       const { registry } = yield* fleet([
         ["wa", [docs("a.example", "prod")], "1"],
-        ["wb", [docs("b.example", "prod")], "1"]
+        ["wb", [docs("b.example", "prod")], "1"],
+        ["sa", [{ namespace: "/docs", hostname: "c.example", env: "strict" }], "1"],
+        ["sb", [{ namespace: "/docs", hostname: "d.example", env: "strict" }], "1"]
       ])
       const held = yield* registry.resolve(request("a.example", "doc2"))
       expect((yield* refusal(registry, "b.example", "doc2")).tag).toBe("TakeoverInProgress")
       expect(yield* registry.release({ env: "prod", namespace: "/docs", id: "doc2" }, held.epoch)).toEqual({ _tag: "Done" })
       expect((yield* registry.resolve(request("b.example", "doc2"))).worker).toBe("wb")
 
-      yield* registry.resolve(request("a.example", "doc3"))
-      expect(yield* refusal(registry, "b.example", "doc3", "deny")).toEqual({ tag: "PlacementHeldByAnotherHostname", retryAfterMs: undefined })
+      yield* registry.resolve(request("c.example", "doc3"))
+      expect(yield* refusal(registry, "d.example", "doc3")).toEqual({ tag: "PlacementHeldByAnotherHostname", retryAfterMs: undefined })
     })
   )
 
