@@ -15,6 +15,8 @@ export interface AttestationClaims {
   readonly principal: { readonly subject: string | undefined; readonly scopes: ReadonlyArray<string> } | undefined
   /** `"<ns>/<id>"` of the calling instance, for calls from an instance. */
   readonly caller: string | undefined
+  /** Hostname-aware mode: the placement's env and the request's hostname (DESIGN 7). */
+  readonly hostname?: { readonly env: string; readonly host: string }
 }
 
 export const ATTESTATION_TTL_S = 60
@@ -45,6 +47,10 @@ const signWith = (key: ReturnType<typeof createSecretKey>, claims: AttestationCl
     payload.scope = claims.principal.scopes.join(" ")
   }
   if (claims.caller !== undefined) payload.caller = claims.caller
+  if (claims.hostname !== undefined) {
+    payload.env = claims.hostname.env
+    payload.host = claims.hostname.host
+  }
   const signingInput = `${HEADER}.${Buffer.from(JSON.stringify(payload)).toString("base64url")}`
   return `${signingInput}.${createHmac("sha256", key).update(signingInput).digest("base64url")}`
 }

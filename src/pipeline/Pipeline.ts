@@ -85,7 +85,8 @@ const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (ou
           epoch: placement.epoch,
           depth: admitted.depth,
           principal: admitted.principal,
-          caller
+          caller,
+          ...(admitted.binding.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.binding.hostname } })
         })
       }),
       sendBy,

@@ -55,6 +55,12 @@ describe("Pinboard-Attestation", () => {
     expect(payload).toMatchObject({ sub: "alice", scope: "threads read", caller: "/rooms/r1", depth: 3 })
   })
 
+  it("in hostname-aware mode carries the placement's env and the request's host (DESIGN 7)", async () => {
+    const token = sign({ ...base, hostname: { env: "prod", host: "docs.example" } }, NOW_MS)
+    const { payload } = await jwtVerify(token, attestationKey(TOKEN), { currentDate: new Date(NOW_MS) })
+    expect(payload).toMatchObject({ env: "prod", host: "docs.example" })
+  })
+
   it("leaves sub out for a principal without a subject", async () => {
     const token = sign({ ...base, principal: { subject: undefined, scopes: [] } }, NOW_MS)
     const { payload } = await jwtVerify(token, attestationKey(TOKEN), { currentDate: new Date(NOW_MS) })
