@@ -3,16 +3,8 @@
 // `pinboard inspect`, read the registry API (docs/inspect.md). Each loads only its own modules.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
-import { ConfigInvalid, loadConfig, type PinboardConfig } from "./Config.js"
+import { loadConfig } from "./Config.js"
 import { logLayer } from "./observe/Log.js"
-
-/** Options this build cannot honour yet: refusing to start beats serving without them. */
-const refuseUnsupported = (config: PinboardConfig): Effect.Effect<PinboardConfig, ConfigInvalid> => {
-  if (config.hostnameAware) {
-    return new ConfigInvalid({ message: "hostnameAware: hostname-aware mode is not available in this build yet" })
-  }
-  return Effect.succeed(config)
-}
 
 const program = Effect.gen(function* () {
   if (process.argv[2] === "inspect") {
@@ -21,7 +13,6 @@ const program = Effect.gen(function* () {
   }
   const { appLayer } = yield* Effect.promise(() => import("./App.js"))
   const config = yield* loadConfig({ argv: process.argv.slice(2), env: process.env }).pipe(
-    Effect.flatMap(refuseUnsupported),
     Effect.catchTag("ConfigInvalid", (error) =>
       Effect.sync(() => {
         process.stderr.write(`pinboard: invalid configuration: ${error.message}\n`)

@@ -20,8 +20,7 @@ describe("pinboard binary", () => {
     [{ PINBOARD_TOKEN: "t", PINBOARD_LEASE_MS: "-5" }, /PINBOARD_LEASE_MS/],
     [{ PINBOARD_TOKEN: "t", PINBOARD_REDIS_URL: "http://nope" }, /PINBOARD_REDIS_URL/],
     [{ PINBOARD_TOKEN: "t", PINBOARD_CONFIG: "/nonexistent/pinboard.json" }, /config file/],
-    // Not built yet: refused rather than silently ignored.
-    [{ PINBOARD_TOKEN: "t", PINBOARD_HOSTNAME_AWARE: "1" }, /hostnameAware: hostname-aware mode is not available/]
+    [{ PINBOARD_TOKEN: "t", PINBOARD_HOSTNAME_AWARE: "yes" }, /PINBOARD_HOSTNAME_AWARE: expected 1, 0, true or false/]
   ])("exits 2 with a message naming the field: %j", async (env, message) => {
     const child = run(env)
     expect(await child.exited).toEqual({ code: 2, signal: null })

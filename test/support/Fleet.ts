@@ -89,6 +89,9 @@ export interface PinboardOptions extends RegistryBacking {
 export interface WorkerOptions {
   readonly id: string
   readonly namespaces: ReadonlyArray<string>
+  /** Hostname-aware mode: registered instead of `namespaces`, at `epoch`. */
+  readonly registrations?: ReadonlyArray<{ readonly namespace: string; readonly hostname: string; readonly env: string }>
+  readonly epoch?: string
   /** advertiseUrl path prefix, e.g. "/base". */
   readonly prefix?: string
   readonly headroom?: number
@@ -167,6 +170,8 @@ export class Fleet {
       "--headroom", String(options.headroom ?? 10)
     ]
     if (options.prefix !== undefined) args.push("--prefix", options.prefix)
+    if (options.registrations !== undefined) args.push("--registrations", JSON.stringify(options.registrations))
+    if (options.epoch !== undefined) args.push("--epoch", options.epoch)
     const child = spawnProcess(process.execPath, args)
     this.stops.push(() => child.kill())
     const ready = await child.waitForLine(new RegExp(`^worker ${options.id} ready on (\\d+)$`), 15_000)
