@@ -10,6 +10,8 @@ export interface CallerClaims {
   readonly namespace: string
   readonly id: string
   readonly epoch: string
+  /** The caller's placement env (hostname-aware mode, DESIGN 7); "" when the token has none. */
+  readonly env: string
   /** The depth of the request the caller is serving. */
   readonly depth: number
 }
@@ -32,13 +34,14 @@ export const parseInstance = (text: string): { readonly namespace: string; reado
 }
 
 const claimsOf = (payload: Record<string, unknown>): CallerClaims | undefined => {
-  const { iss, sub, epoch, depth, iat, exp } = payload
+  const { iss, sub, epoch, depth, iat, exp, env } = payload
   if (typeof iss !== "string" || iss === "" || typeof sub !== "string" || typeof epoch !== "string") return undefined
+  if (env !== undefined && typeof env !== "string") return undefined
   if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) return undefined
   if (typeof iat !== "number" || typeof exp !== "number" || exp > iat + MAX_LIFETIME_S) return undefined
   const instance = parseInstance(sub)
   if (instance === undefined || !EPOCH.test(epoch)) return undefined
-  return { worker: iss, namespace: instance.namespace, id: instance.id, epoch, depth }
+  return { worker: iss, namespace: instance.namespace, id: instance.id, epoch, env: env ?? "", depth }
 }
 
 export const verifyCallerToken = async (

@@ -34,8 +34,14 @@ describe("verifyCallerToken", () => {
       namespace: "/threads",
       id: "t1",
       epoch: "7",
+      env: "",
       depth: 2
     })
+  })
+
+  it("reads the caller's env in hostname-aware mode; an env that is not a string is invalid", async () => {
+    expect(await verifyCallerToken(await mint(claims({ env: "prod" })), KEY, NOW_MS)).toMatchObject({ env: "prod" })
+    expect(await verifyCallerToken(await mint(claims({ env: 3 })), KEY, NOW_MS)).toBe("invalid")
   })
 
   it("expiry: accepted less than 5 s past exp, expired from then on", async () => {

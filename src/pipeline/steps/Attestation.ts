@@ -18,7 +18,7 @@ const outside: Effect.Effect<Caller | undefined> = Effect.succeed(undefined)
 /** The caller's placement must be live, on the token's worker, at the token's epoch. */
 const stillPlaced = (claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryUnavailable, Registry> =>
   Effect.flatMap(Registry, (registry) =>
-    registry.placement({ env: "", namespace: claims.namespace, id: claims.id }).pipe(
+    registry.placement({ env: claims.env, namespace: claims.namespace, id: claims.id }).pipe(
       Effect.catchTag("NotPlaced", () => new StaleAttestation()),
       Effect.flatMap((view) =>
         view.live && view.worker === claims.worker && view.epoch === claims.epoch ? Effect.succeed(claims) : new StaleAttestation()
