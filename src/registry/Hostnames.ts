@@ -4,8 +4,6 @@
 // displacement wait, and the candidates of a request's hostname. The bucket model and the
 // Lua scripts both follow these; nothing here reads a clock or a store.
 //
-// (Issue 9 in progress: the registry follows these; the registry API's bodies and the
-// pipeline do not yet, and Pinboard still refuses to start with `hostnameAware` on.)
 import type { NamespaceRegistration } from "./Domain.js"
 
 export interface Binding {

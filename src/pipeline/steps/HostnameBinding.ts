@@ -3,8 +3,7 @@
 // the port stripped; none is `400 missing Host header`. The env is the (hostname, namespace)
 // binding's, which the registry finds at resolve (an unbound pair: `404 unknown namespace`).
 // Outside hostname-aware mode every request has the empty hostname and env.
-//
-// (Issue 9 in progress: Pinboard still refuses to start in hostname-aware mode.)
+
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
 import { MissingHost } from "../../Errors.js"
