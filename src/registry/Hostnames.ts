@@ -3,7 +3,6 @@
 // or is refused, what a resolve does with a placement held through another hostname, the
 // displacement wait, and the candidates of a request's hostname. The bucket model and the
 // Lua scripts both follow these; nothing here reads a clock or a store.
-//
 import type { NamespaceRegistration } from "./Domain.js"
 
 export interface Binding {

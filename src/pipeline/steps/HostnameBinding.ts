@@ -3,7 +3,6 @@
 // the port stripped; none is `400 missing Host header`. The env is the (hostname, namespace)
 // binding's, which the registry finds at resolve (an unbound pair: `404 unknown namespace`).
 // Outside hostname-aware mode every request has the empty hostname and env.
-
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
 import { MissingHost } from "../../Errors.js"
