@@ -14,6 +14,17 @@ const beat = { worker: "w1", incarnation: "i1", headroom: 1, draining: false, de
 describe("the fan-out on a Redis Cluster", () => {
   const live = useRedisCluster({ replicasPerMaster: 1 })
 
+  const offset = async (port: number, field: string) =>
+    Number(new RegExp(`^${field}:(\\d+)`, "m").exec(await live.server.cli(port, "INFO", "replication"))?.[1] ?? -1)
+  const replicaCaughtUp = async (master: number, replica: number) => {
+    const target = await offset(master, "master_repl_offset")
+    const deadline = performance.now() + 10_000
+    while ((await offset(replica, "slave_repl_offset")) < target) {
+      if (performance.now() > deadline) throw new Error(`replica ${replica} did not catch up`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+
   it("a killed master's buckets, and only they, are unreached until its replica takes over", async () => {
     const backend = redisBackend(live.client, "fan", BUCKETS, policy)
     const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
@@ -23,8 +34,10 @@ describe("the fan-out on a Redis Cluster", () => {
     const victim = await live.server.masterOf(keySlot("{fan:0}"))
     const masters = await Promise.all(Array.from({ length: BUCKETS }, (_, b) => live.server.masterOf(keySlot(`{fan:${b}}`))))
     const shard = masters.flatMap((port, b) => (port === victim ? [b] : []))
-    // The replica is held (SIGSTOP) while the shard is down, so no failover can overtake the check.
+    // The replica is held (SIGSTOP) while the shard is down, so no failover can overtake the
+    // check; first it must have the registration, or the failover would lose it.
     const replica = Number(/^slave0:ip=[^,]*,port=(\d+)/m.exec(await live.server.cli(victim, "INFO", "replication"))![1])
+    await replicaCaughtUp(victim, replica)
     const replicaPid = live.server.nodes.find((node) => node.port === replica)!.pid()!
     process.kill(replicaPid, "SIGSTOP")
     try {
