@@ -71,28 +71,27 @@ const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (ou
     const outboundOf: OutboundOf = (placement, sendBy, settled) => {
       note.worker = placement.worker
       note.epoch = placement.epoch
-      return outbound(placement, sendBy, settled)
-    }
-    const outbound: OutboundOf = (placement, sendBy, settled) => ({
-      ...targetOf(placement.advertiseUrl, admitted.address),
-      headers: forwardRequestHeaders(req.headers, {
-        epoch: placement.epoch,
-        peer,
-        attestation: auth.attest({
-          worker: placement.worker,
-          namespace: admitted.address.namespace,
-          id: admitted.address.id,
+      return {
+        ...targetOf(placement.advertiseUrl, admitted.address),
+        headers: forwardRequestHeaders(req.headers, {
           epoch: placement.epoch,
-          depth: admitted.depth,
-          principal: admitted.principal,
-          caller,
-          ...(admitted.binding.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.binding.hostname } })
-        })
-      }),
-      sendBy,
-      headersTimeoutMs: config.forwards.timeoutMs,
-      settled
-    })
+          peer,
+          attestation: auth.attest({
+            worker: placement.worker,
+            namespace: admitted.address.namespace,
+            id: admitted.address.id,
+            epoch: placement.epoch,
+            depth: admitted.depth,
+            principal: admitted.principal,
+            caller,
+            ...(admitted.binding.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.binding.hostname } })
+          })
+        }),
+        sendBy,
+        headersTimeoutMs: config.forwards.timeoutMs,
+        settled
+      }
+    }
     yield* deliver(resolveRequestOf(admitted, affinityOf(req, config.affinity.key)), transportFor(outboundOf))
   })
 

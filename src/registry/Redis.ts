@@ -129,7 +129,8 @@ export const makeRedisBackend = (
 
   const call = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) => {
     const tag = tags[bucket]!
-    return observed(observe, name, () => commands[`pinboard_${name}`]!(`${tag}:cold`, tag, String(now), ...args) as Promise<A>, () => false)
+    const run = () => commands[`pinboard_${name}`]!(`${tag}:cold`, tag, String(now), ...args) as Promise<A>
+    return observe === undefined ? run() : observed(observe, name, run, () => false)
   }
   const attempt = <A>(run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
