@@ -4,7 +4,7 @@
 import { readdirSync, readlinkSync } from "node:fs"
 import net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Fleet, sleep, startStandardFleet, uid, type StandardFleet } from "../support/Fleet.js"
+import { Fleet, sleep, startStandardFleet, uid, type Pinboard, type StandardFleet } from "../support/Fleet.js"
 import { rawExchange, request } from "../support/Wire.js"
 
 const UNAVAILABLE = '{"error":"registry unavailable, retry"}'
@@ -16,6 +16,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await standard?.fleet.stop()
 })
+
+/** Asks until a 200 comes back; fails with the last answer after `withinMs`. */
+const servedWithin = async (pinboard: Pinboard, path: string, withinMs: number): Promise<void> => {
+  const deadline = performance.now() + withinMs
+  for (;;) {
+    const answer = await request(pinboard, path)
+    if (answer.status === 200) return
+    if (performance.now() > deadline) expect(answer.status, answer.text).toBe(200)
+    await sleep(100)
+  }
+}
 
 /** Open descriptors of a process that are sockets. */
 const openSockets = (pid: number): number =>
@@ -44,13 +55,7 @@ describe("Redis stopped or gone", () => {
     } finally {
       process.kill(redis.pid, "SIGCONT")
     }
-    const deadline = performance.now() + 5_000
-    for (;;) {
-      const answer = await request(standard.pinboard, `/threads/${id}/echo`)
-      if (answer.status === 200) break
-      expect(performance.now()).toBeLessThan(deadline)
-      await sleep(100)
-    }
+    await servedWithin(standard.pinboard, `/threads/${id}/echo`, 5_000)
   })
 })
 
@@ -103,15 +108,17 @@ describe("abuse", () => {
       )
     }
     await Promise.all(misbehaviours)
-    expect((await request(pinboard, `/threads/${uid("t")}/echo`)).status).toBe(200)
+    // Still serving. A loaded machine may make one Redis call outlast its second (a documented
+    // 503 with Retry-After), so a client that honours Retry-After gets a few tries.
+    await servedWithin(pinboard, `/threads/${uid("t")}/echo`, 5_000)
 
     // Kept-alive connections to the worker may stay for a few seconds; nothing else may.
     const deadline = performance.now() + 10_000
-    let after = openSockets(pinboard.pid)
-    while (after > before + 2 && performance.now() < deadline) {
+    let open = openSockets(pinboard.pid)
+    while (open > before + 2 && performance.now() < deadline) {
       await sleep(250)
-      after = openSockets(pinboard.pid)
+      open = openSockets(pinboard.pid)
     }
-    expect(after).toBeLessThanOrEqual(before + 2)
+    expect(open).toBeLessThanOrEqual(before + 2)
   }, 30_000)
 })
