@@ -4,19 +4,20 @@
 // dropped all at once when the lease can no longer be trusted. Requests, open WebSockets and
 // background tasks all count as use: an activation with any of them is never idle.
 import type { WebSocket } from "ws"
+import type { Caller } from "./Call.js"
 import type { ActivationContext, CallInstance, DeactivateReason, InstanceDefinition } from "./Definition.js"
 import { DEFAULT_IDLE_TIMEOUT_MS } from "./Definition.js"
 import { compareEpochs } from "./Epochs.js"
-import type { WindDownEntry } from "./RegistryClient.js"
+import type { PlacementRef, WindDownEntry } from "./RegistryClient.js"
 
 export interface ActivationsOptions {
   readonly worker: string
   /** The worker's clock (Clock's time, so TestClock drives eviction). */
   readonly now: () => number
   /** Releases a placement at its epoch (registry `POST /registry/release`). */
-  readonly release: (namespace: string, id: string, epoch: string) => Promise<unknown>
-  /** `call` on behalf of an instance at a depth. */
-  readonly callFrom: (namespace: string, id: string, epoch: string, depth: number) => CallInstance
+  readonly release: (placement: PlacementRef, epoch: string) => Promise<unknown>
+  /** `call` on behalf of an instance. */
+  readonly callAs: (caller: Caller) => CallInstance
   readonly log: (message: string, error?: unknown) => void
 }
 
@@ -43,6 +44,12 @@ const inTurns = async <A>(items: ReadonlyArray<A>, width: number, f: (item: A) =
 
 /** Why a request gets no activation. */
 export type Refusal = "lease-unhealthy" | "released"
+
+/** A request's placement as Pinboard attested it, and the hostname it came through. */
+export interface Target extends PlacementRef {
+  readonly epoch: string
+  readonly hostname: string | undefined
+}
 
 export class Activation {
   /** Requests in progress, open WebSockets and background tasks. */
@@ -84,9 +91,9 @@ export class Activations {
     return this.live.size
   }
 
-  /** The live activation of an id, if any (for tests and introspection). */
-  find(namespace: string, id: string): Activation | undefined {
-    return this.live.get(keyOf(namespace, id))
+  /** The live activation of an id (in `env`, in hostname-aware mode), if any (for tests and introspection). */
+  find(namespace: string, id: string, env = ""): Activation | undefined {
+    return this.live.get(keyOf({ env, namespace, id }))
   }
 
   /**
@@ -95,13 +102,9 @@ export class Activations {
    * released the id at that epoch already (the request was sent before the release landed).
    * Either way the request is refused, so that Pinboard places the id anew.
    */
-  async enter(
-    namespace: string,
-    id: string,
-    epoch: string,
-    mayActivate: (namespace: string, id: string) => boolean
-  ): Promise<Activation | Refusal> {
-    const key = keyOf(namespace, id)
+  async enter(target: Target, mayActivate: (placement: PlacementRef) => boolean): Promise<Activation | Refusal> {
+    const key = keyOf(target)
+    const { epoch } = target
     for (;;) {
       const current = this.live.get(key)
       if (current?.closing !== undefined) {
@@ -120,9 +123,9 @@ export class Activations {
         })
         return current
       }
-      if (!mayActivate(namespace, id)) return "lease-unhealthy"
+      if (!mayActivate(target)) return "lease-unhealthy"
       if (this.releasedAtOrAfter(key, epoch)) return "released"
-      const activation = this.create(key, namespace, id, epoch)
+      const activation = this.create(key, target)
       activation.uses++
       await activation.ready.catch((error: unknown) => {
         this.leave(activation)
@@ -153,7 +156,7 @@ export class Activations {
   /** Placements Pinboard listed for wind-down: the hook runs, then the placement is released. */
   windDown(entries: ReadonlyArray<WindDownEntry>): void {
     for (const entry of entries) {
-      const activation = this.live.get(keyOf(entry.namespace, entry.id))
+      const activation = this.live.get(keyOf(entry))
       if (activation === undefined || activation.epoch !== entry.epoch || activation.windingDown || activation.closing) continue
       activation.windingDown = true
       const budgetMs = Math.max(0, entry.deadline - this.options.now() - WIND_DOWN_MARGIN_MS)
@@ -166,9 +169,9 @@ export class Activations {
     return this.dropWhere(() => true, reason)
   }
 
-  /** Tears down the activations whose (namespace, id) `which` accepts; nothing is released. */
-  dropWhere(which: (namespace: string, id: string) => boolean, reason: DeactivateReason): Promise<unknown> {
-    const chosen = [...this.live.values()].filter((a) => which(a.context.namespace, a.context.id))
+  /** Tears down the activations whose placement `which` accepts; nothing is released. */
+  dropWhere(which: (placement: PlacementRef) => boolean, reason: DeactivateReason): Promise<unknown> {
+    const chosen = [...this.live.values()].filter((a) => which(a.context))
     return Promise.all(chosen.map((a) => this.teardown(a, reason, false)))
   }
 
@@ -191,15 +194,18 @@ export class Activations {
     await this.teardown(activation, "wind-down", true)
   }
 
-  private create(key: string, namespace: string, id: string, epoch: string): Activation {
+  private create(key: string, target: Target): Activation {
+    const { env, namespace, id, epoch, hostname } = target
     const definition = this.definitions.get(namespace)
     if (definition === undefined) throw new Error(`no instance definition for ${namespace}`)
     const controller = new AbortController()
     let activation: Activation
     const context: ActivationContext = {
+      env,
       namespace,
       id,
       epoch,
+      hostname,
       worker: this.options.worker,
       signal: controller.signal,
       background: (task) => {
@@ -211,7 +217,7 @@ export class Activations {
           })
           .finally(() => this.leave(activation))
       },
-      call: this.options.callFrom(namespace, id, epoch, 0)
+      call: this.options.callAs({ worker: this.options.worker, env, namespace, id, epoch, depth: 0, hostname })
     }
     activation = new Activation(key, definition, context, controller, this.options.now())
     activation.ready = Promise.resolve()
@@ -250,8 +256,7 @@ export class Activations {
       }
       if (this.live.get(activation.key) === activation) this.live.delete(activation.key)
       if (release) {
-        const [namespace, id] = activation.key.split(" ") as [string, string]
-        await this.options.release(namespace, id, activation.epoch).catch((error: unknown) => {
+        await this.options.release(activation.context, activation.epoch).catch((error: unknown) => {
           this.options.log(`release of ${activation.key} at epoch ${activation.epoch} failed`, error)
         })
       }
@@ -260,5 +265,5 @@ export class Activations {
   }
 }
 
-/** Namespaces and ids hold no space. */
-const keyOf = (namespace: string, id: string): string => `${namespace} ${id}`
+/** Envs and namespaces hold no space. */
+const keyOf = (placement: PlacementRef): string => `${placement.env} ${placement.namespace} ${placement.id}`

@@ -5,6 +5,8 @@ import { jwtVerify } from "jose"
 import type { RequestIdentity } from "./Definition.js"
 
 export interface Attested extends RequestIdentity {
+  /** The placement's env (hostname-aware mode); `""` when the token names none. */
+  readonly env: string
   readonly namespace: string
   readonly id: string
   readonly epoch: string
@@ -29,16 +31,19 @@ export const verifyAttestation = async (
       clockTolerance: CLOCK_TOLERANCE_S,
       currentDate: new Date(nowMs)
     })
-    const { ns, id, epoch, depth, sub, scope, caller } = payload
+    const { ns, id, epoch, depth, sub, scope, caller, env, host } = payload
     if (typeof ns !== "string" || typeof id !== "string" || typeof epoch !== "string" || typeof depth !== "number") return undefined
+    if (env !== undefined && typeof env !== "string") return undefined
     return {
+      env: env ?? "",
       namespace: ns,
       id,
       epoch,
       depth,
       subject: typeof sub === "string" ? sub : undefined,
       scopes: typeof scope === "string" ? scope.split(" ").filter((s) => s !== "") : [],
-      caller: typeof caller === "string" ? caller : undefined
+      caller: typeof caller === "string" ? caller : undefined,
+      hostname: typeof host === "string" ? host : undefined
     }
   } catch {
     return undefined

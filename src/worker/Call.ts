@@ -1,24 +1,32 @@
 // Calls from an instance (DESIGN 7): a request to another instance through Pinboard, carrying
-// a `Pinboard-Caller` token that names the calling instance, its epoch and the depth of the
-// request it is serving. Pinboard verifies it, checks the caller is still placed there, and
-// forwards one level deeper.
+// a `Pinboard-Caller` token that names the calling instance, its epoch (and env, in
+// hostname-aware mode) and the depth of the request it is serving. Pinboard verifies it,
+// checks the caller is still placed there, and forwards one level deeper.
+//
+// In hostname-aware mode the `Host` header names the callee's hostname (DESIGN 8). `fetch`
+// drops a `Host` given in its headers, so the call goes through a dispatcher that sets it
+// (undici's, which Node's own fetch accepts: the answer stays a global `Response`).
 import { SignJWT } from "jose"
-import type { CallInstance } from "./Definition.js"
+import { Agent, type Dispatcher } from "undici"
+import type { CallInit, CallInstance } from "./Definition.js"
 
 /** Caller tokens live this long (DESIGN 7: at most 60 s). */
 const CALLER_TOKEN_TTL_S = 30
 
 export interface Caller {
   readonly worker: string
+  readonly env: string
   readonly namespace: string
   readonly id: string
   readonly epoch: string
   readonly depth: number
+  /** The hostname a call goes to unless its init names one (hostname-aware mode). */
+  readonly hostname: string | undefined
 }
 
 export const mintCallerToken = (caller: Caller, key: Uint8Array, nowMs: number): Promise<string> => {
   const iat = Math.floor(nowMs / 1000)
-  return new SignJWT({ epoch: caller.epoch, depth: caller.depth })
+  return new SignJWT({ epoch: caller.epoch, depth: caller.depth, ...(caller.env === "" ? {} : { env: caller.env }) })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setIssuer(caller.worker)
     .setAudience("pinboard")
@@ -28,12 +36,45 @@ export const mintCallerToken = (caller: Caller, key: Uint8Array, nowMs: number):
     .sign(key)
 }
 
-export const makeCall =
-  (pinboard: string, key: Uint8Array, now: () => number) =>
-  (caller: Caller): CallInstance =>
-  async (namespace, id, path, init = {}) => {
-    const headers = new Headers(init.headers)
-    headers.set("pinboard-caller", await mintCallerToken(caller, key, now()))
-    const rest = path === "" || path.startsWith("/") || path.startsWith("?") ? path : `/${path}`
-    return fetch(`${pinboard.replace(/\/+$/, "")}${namespace}/${encodeURIComponent(id)}${rest}`, { ...init, headers })
+/** What Node's fetch takes as `dispatcher`: its bundled undici's type, the same protocol as the package's. */
+type FetchDispatcher = NonNullable<RequestInit["dispatcher"]>
+
+/** fetch hands its headers over as an object; the flat-array form is kept working too. */
+const withHostHeader = (headers: Dispatcher.DispatchOptions["headers"], hostname: string): Record<string, string> | Array<string> => {
+  if (Array.isArray(headers)) {
+    const kept: Array<string> = []
+    for (let i = 0; i + 1 < headers.length; i += 2) if (headers[i]!.toLowerCase() !== "host") kept.push(headers[i]!, headers[i + 1]!)
+    return [...kept, "host", hostname]
   }
+  return { ...(headers as Record<string, string>), host: hostname }
+}
+
+/** One connection pool for every call; a view of it per hostname that sets `Host`. */
+const hostDispatchers = () => {
+  const agent = new Agent()
+  const byHostname = new Map<string, FetchDispatcher>()
+  return (hostname: string): FetchDispatcher => {
+    let dispatcher = byHostname.get(hostname)
+    if (dispatcher === undefined) {
+      const withHost: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
+        dispatch({ ...options, headers: withHostHeader(options.headers, hostname) }, handler)
+      dispatcher = agent.compose(withHost) as unknown as FetchDispatcher
+      byHostname.set(hostname, dispatcher)
+    }
+    return dispatcher
+  }
+}
+
+export const makeCall = (pinboard: string, key: Uint8Array, now: () => number) => {
+  const base = pinboard.replace(/\/+$/, "")
+  const dispatcherFor = hostDispatchers()
+  return (caller: Caller): CallInstance =>
+    async (namespace, id, path, init: CallInit = {}) => {
+      const { hostname = caller.hostname, ...request } = init
+      const headers = new Headers(request.headers)
+      headers.set("pinboard-caller", await mintCallerToken(caller, key, now()))
+      const rest = path === "" || path.startsWith("/") || path.startsWith("?") ? path : `/${path}`
+      const url = `${base}${namespace}/${encodeURIComponent(id)}${rest}`
+      return fetch(url, { ...request, headers, ...(hostname === undefined ? {} : { dispatcher: dispatcherFor(hostname) }) })
+    }
+}

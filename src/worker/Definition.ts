@@ -5,14 +5,26 @@ import type { WebSocket } from "ws"
 
 export type DeactivateReason = "idle" | "replaced" | "lease-unhealthy" | "lease-lost" | "wind-down" | "shutdown" | "failed"
 
+export interface CallInit extends RequestInit {
+  /**
+   * Hostname-aware mode: the hostname the call is for (its `Host`); default the hostname of the
+   * request being served, or for an activation's own calls the one that activated it.
+   */
+  readonly hostname?: string
+}
+
 /** `fetch`-like call of another instance through Pinboard, with `Pinboard-Caller`. */
-export type CallInstance = (namespace: string, id: string, path: string, init?: RequestInit) => Promise<Response>
+export type CallInstance = (namespace: string, id: string, path: string, init?: CallInit) => Promise<Response>
 
 export interface ActivationContext {
+  /** The placement's env in hostname-aware mode (DESIGN 8); `""` otherwise. */
+  readonly env: string
   readonly namespace: string
   readonly id: string
   /** The placement epoch this activation serves (a decimal string). */
   readonly epoch: string
+  /** Hostname-aware mode: the hostname of the request that activated it. */
+  readonly hostname: string | undefined
   readonly worker: string
   /** Aborted when the activation is torn down. */
   readonly signal: AbortSignal
@@ -33,6 +45,8 @@ export interface RequestIdentity {
   readonly scopes: ReadonlyArray<string>
   /** `"/ns/id"` of the calling instance, for calls from an instance. */
   readonly caller: string | undefined
+  /** Hostname-aware mode: the request's hostname (lowercased, no port). */
+  readonly hostname: string | undefined
 }
 
 export interface InstanceRequest<S> extends RequestIdentity {

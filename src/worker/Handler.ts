@@ -11,6 +11,7 @@ import type { Activation, Activations } from "./Activations.js"
 import { verifyAttestation, type Attested } from "./Attestation.js"
 import type { Caller } from "./Call.js"
 import type { CallInstance, InstanceDefinition, InstanceRequest, RouteHandler } from "./Definition.js"
+import { placementOf, type PlacementRef } from "./RegistryClient.js"
 
 export interface HandlerDeps {
   readonly worker: string
@@ -20,8 +21,8 @@ export interface HandlerDeps {
   readonly now: () => number
   readonly definitions: ReadonlyMap<string, InstanceDefinition<unknown>>
   readonly activations: Activations
-  /** True while a new activation of this id may be taken. */
-  readonly leaseHealthy: (namespace: string, id: string) => boolean
+  /** True while a new activation of this placement may be taken. */
+  readonly leaseHealthy: (placement: PlacementRef) => boolean
   readonly callAs: (caller: Caller) => CallInstance
   readonly webSockets: WebSocketServer
   readonly log: (message: string, error?: unknown) => void
@@ -55,10 +56,9 @@ const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted>
   const definition = deps.definitions.get(attested.namespace)
   const rest = restOf(req.url ?? "/", deps.prefix, attested)
   if (definition === undefined || rest === undefined) return { _tag: "Refused", status: 404, error: "not found" }
-  const activation = await deps.activations.enter(attested.namespace, attested.id, attested.epoch, deps.leaseHealthy)
+  const activation = await deps.activations.enter(attested, deps.leaseHealthy)
   if (activation === "lease-unhealthy") return { _tag: "Refused", status: 503, error: "lease unhealthy", headers: REFUSAL }
   if (activation === "released") return { _tag: "Refused", status: 503, error: "placement released", headers: REFUSAL }
-  const { namespace, id } = attested
   const request: InstanceRequest<unknown> = {
     req,
     state: activation.state,
@@ -69,7 +69,8 @@ const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted>
     subject: attested.subject,
     scopes: attested.scopes,
     caller: attested.caller,
-    call: deps.callAs({ worker: deps.worker, namespace, id, epoch: activation.epoch, depth: attested.depth })
+    hostname: attested.hostname,
+    call: deps.callAs({ ...placementOf(attested), worker: deps.worker, epoch: activation.epoch, depth: attested.depth, hostname: attested.hostname })
   }
   return { _tag: "Admitted", request, activation, definition }
 }

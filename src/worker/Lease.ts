@@ -11,12 +11,12 @@
 // the activations whose bucket went unconfirmed are dropped; the rest keep serving.
 import { Clock, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
 import { bucketOf } from "../registry/Bucket.js"
-import type { RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
+import type { PlacementRef, RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"
 
-/** Which activations to drop: those whose (namespace, id) the predicate accepts. */
-export type Selection = (namespace: string, id: string) => boolean
+/** Which activations to drop: those whose placement the predicate accepts. */
+export type Selection = (placement: PlacementRef) => boolean
 
 export interface LeaseHooks {
   /** The selected activations (every one, without a selection) must go now. */
@@ -35,8 +35,8 @@ export interface LeaseOptions {
 export interface Lease {
   /** True while the lease holds in every bucket. */
   readonly healthy: () => boolean
-  /** True while a new activation of this id may be taken: the lease holds in its bucket. */
-  readonly healthyFor: (namespace: string, id: string) => boolean
+  /** True while a new activation of this placement may be taken: the lease holds in its bucket. */
+  readonly healthyFor: (placement: PlacementRef) => boolean
   readonly incarnation: () => string | undefined
   /** Completes once the first registration is through. */
   readonly registered: Effect.Effect<void>
@@ -65,8 +65,8 @@ const confirm = (held: Held, until: number, unrenewed: ReadonlyArray<number>): v
   }
 }
 
-const bucketIn = (held: Held, namespace: string, id: string): number =>
-  held.confirmedUntil.length === 1 ? 0 : bucketOf("", namespace, id, held.confirmedUntil.length)
+const bucketIn = (held: Held, { env, namespace, id }: PlacementRef): number =>
+  held.confirmedUntil.length === 1 ? 0 : bucketOf(env, namespace, id, held.confirmedUntil.length)
 
 export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: LeaseOptions = {}): Effect.Effect<Lease, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -81,8 +81,8 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       const now = clock.unsafeCurrentTimeMillis()
       return held !== undefined && held.confirmedUntil.every((_, b) => bucketHealthy(held!, b, now))
     }
-    const healthyFor = (namespace: string, id: string) =>
-      held !== undefined && bucketHealthy(held, bucketIn(held, namespace, id), clock.unsafeCurrentTimeMillis())
+    const healthyFor = (placement: PlacementRef) =>
+      held !== undefined && bucketHealthy(held, bucketIn(held, placement), clock.unsafeCurrentTimeMillis())
 
     /** Drops the activations of buckets that turned unhealthy since the last look. */
     const dropUnhealthy = (lease: Held, now: number) =>
@@ -92,7 +92,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         for (const b of newly) dropped.add(b)
         if (newly.length === lease.confirmedUntil.length) return hooks.drop("lease-unhealthy")
         const buckets = new Set(newly)
-        return hooks.drop("lease-unhealthy", (namespace, id) => buckets.has(bucketIn(lease, namespace, id)))
+        return hooks.drop("lease-unhealthy", (placement) => buckets.has(bucketIn(lease, placement)))
       })
 
     const register: Effect.Effect<Held> = Effect.gen(function* () {

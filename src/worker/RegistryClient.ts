@@ -11,10 +11,16 @@ export interface Registration {
   readonly unrenewed: ReadonlyArray<number>
 }
 
-export interface WindDownEntry {
+/** Which placement: `env` is `""` outside hostname-aware mode. */
+export interface PlacementRef {
+  readonly env: string
   readonly namespace: string
   readonly id: string
-  readonly env: string
+}
+
+export const placementOf = ({ env, namespace, id }: PlacementRef): PlacementRef => ({ env, namespace, id })
+
+export interface WindDownEntry extends PlacementRef {
   readonly epoch: string
   /** Pinboard's clock, ms since the epoch. */
   readonly deadline: number
@@ -34,7 +40,7 @@ export interface RegistryClient {
   readonly register: (status: WorkerStatus) => Promise<Registration>
   readonly heartbeat: (incarnation: string, status: WorkerStatus) => Promise<HeartbeatAnswer>
   /** True when released, false when the placement had already moved on. */
-  readonly release: (namespace: string, id: string, epoch: string) => Promise<boolean>
+  readonly release: (placement: PlacementRef, epoch: string) => Promise<boolean>
   readonly deregister: (incarnation: string) => Promise<void>
 }
 
@@ -52,7 +58,21 @@ export interface HttpRegistryOptions {
   readonly worker: string
   readonly advertiseUrl: string
   readonly namespaces: ReadonlyArray<string>
+  /** Hostname-aware mode: every namespace is registered for each of these hostnames, in its env. */
+  readonly hostnames?: ReadonlyArray<HostnameEnv>
+  /** The registration epoch that sets hostname bindings; default Pinboard's `"0"`. */
+  readonly registrationEpoch?: string
 }
+
+/** A hostname this worker serves, and the env its placements belong to (DESIGN 8). */
+export interface HostnameEnv {
+  readonly hostname: string
+  readonly env: string
+}
+
+/** The `namespaces` of a register body: strings, or one object per (namespace, hostname) in hostname-aware mode. */
+const registeredNamespaces = (namespaces: ReadonlyArray<string>, hostnames: ReadonlyArray<HostnameEnv> | undefined) =>
+  hostnames === undefined ? namespaces : namespaces.flatMap((namespace) => hostnames.map(({ hostname, env }) => ({ namespace, hostname, env })))
 
 export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient => {
   const base = options.pinboard.replace(/\/+$/, "")
@@ -81,9 +101,10 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
       const answer = await call("POST", "/registry/workers", {
         worker: options.worker,
         advertiseUrl: options.advertiseUrl,
-        namespaces: options.namespaces,
+        namespaces: registeredNamespaces(options.namespaces, options.hostnames),
         headroom: status.headroom,
-        draining: status.draining
+        draining: status.draining,
+        ...(options.registrationEpoch === undefined ? {} : { epoch: options.registrationEpoch })
       })
       if (answer.status !== 200) throw unexpected("register", answer)
       const { incarnation, leaseMs, heartbeatMs, buckets, unrenewed } = answer.json as Partial<Registration>
@@ -102,8 +123,8 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
       const { windDown, unrenewed } = answer.json as { windDown: ReadonlyArray<WindDownEntry>; unrenewed?: ReadonlyArray<number> }
       return { _tag: "Renewed", windDown, unrenewed: unrenewed ?? [] }
     },
-    release: async (namespace, id, epoch) => {
-      const answer = await call("POST", "/registry/release", { namespace, id, epoch })
+    release: async ({ env, namespace, id }, epoch) => {
+      const answer = await call("POST", "/registry/release", { namespace, id, epoch, ...(env === "" ? {} : { env }) })
       if (answer.status === 200) return true
       if (answer.status === 409) return false
       throw unexpected("release", answer)

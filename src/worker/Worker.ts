@@ -12,7 +12,7 @@ import { makeCall } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
 import { keepLease } from "./Lease.js"
-import { httpRegistryClient, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
+import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
 
 export interface WorkerOptions {
   /** Pinboard's base URL, e.g. `http://pinboard:8080`. */
@@ -23,6 +23,17 @@ export interface WorkerOptions {
   readonly worker: string
   /** Instance definitions by namespace (`"/threads"`). */
   readonly instances: Readonly<Record<string, InstanceDefinition<any>>>
+  /**
+   * Hostname-aware mode (DESIGN 8): the hostnames this worker serves, each with the env its
+   * placements belong to; every namespace of `instances` is registered for each. Absent: the
+   * namespaces are registered plainly (Pinboard not in hostname-aware mode).
+   */
+  readonly hostnames?: ReadonlyArray<HostnameEnv>
+  /**
+   * The registration epoch (a decimal string) that sets hostname bindings: a higher one moves a
+   * (hostname, namespace) to this worker's env; default `"0"`.
+   */
+  readonly registrationEpoch?: string
   /** Listening port; default 0 (any free port). */
   readonly port?: number
   /** Listening address; default `127.0.0.1`. */
@@ -91,14 +102,22 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const prefix = new URL(advertiseUrl).pathname.replace(/\/+$/, "")
     const registry =
       options.registry ??
-      httpRegistryClient({ pinboard: options.pinboard, token: options.token, worker: options.worker, advertiseUrl, namespaces: [...definitions.keys()] })
+      httpRegistryClient({
+        pinboard: options.pinboard,
+        token: options.token,
+        worker: options.worker,
+        advertiseUrl,
+        namespaces: [...definitions.keys()],
+        ...(options.hostnames === undefined ? {} : { hostnames: options.hostnames }),
+        ...(options.registrationEpoch === undefined ? {} : { registrationEpoch: options.registrationEpoch })
+      })
     const callAs = makeCall(options.pinboard, key, now)
 
     const activations = new Activations(definitions, {
       worker: options.worker,
       now,
       release: registry.release,
-      callFrom: (namespace, id, epoch, depth) => callAs({ worker: options.worker, namespace, id, epoch, depth }),
+      callAs,
       log
     })
 

@@ -4,6 +4,7 @@ export { makeWorker, startWorker, type PinboardWorker, type RunningWorker, type 
 export {
   defineInstance,
   type ActivationContext,
+  type CallInit,
   type CallInstance,
   type DeactivateReason,
   type InstanceDefinition,
@@ -13,4 +14,4 @@ export {
 } from "./Definition.js"
 export { compareEpochs, isEpoch } from "./Epochs.js"
 export { FencedStore, StaleEpochError } from "./FencedStore.js"
-export { httpRegistryClient, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"
+export { httpRegistryClient, type HostnameEnv, type PlacementRef, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"

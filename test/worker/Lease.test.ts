@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { bucketOf } from "../../src/registry/Bucket.js"
 import { keepLease, type DropReason, type Selection } from "../../src/worker/Lease.js"
-import type { HeartbeatAnswer, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
+import type { HeartbeatAnswer, PlacementRef, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
 
 const LEASE_MS = 3000
 const HEARTBEAT_MS = 1000
@@ -64,11 +64,14 @@ const start = (client: RegistryClient) => {
 }
 
 /** One id of /threads per bucket, in bucket order. */
-const idsByBucket = (buckets: number): Array<string> => {
+/** One id of `/threads` per bucket, in bucket order. */
+const idsByBucket = (buckets: number, env = ""): Array<string> => {
   const ids: Array<string | undefined> = Array.from({ length: buckets })
-  for (let n = 0; ids.includes(undefined); n++) ids[bucketOf("", "/threads", `t${n}`, buckets)] ??= `t${n}`
+  for (let n = 0; ids.includes(undefined); n++) ids[bucketOf(env, "/threads", `t${n}`, buckets)] ??= `t${n}`
   return ids as Array<string>
 }
+
+const threads = (id: string, env = ""): PlacementRef => ({ env, namespace: "/threads", id })
 
 describe("the worker's lease", () => {
   it.scoped("registers, then heartbeats every heartbeatMs and stays healthy", () =>
@@ -150,23 +153,40 @@ describe("the worker's lease", () => {
       registry.state.unrenewed = [2]
       // The last renewal of bucket 2 was the registration at 0: it turns unhealthy at LEASE - MARGIN.
       yield* advance(LEASE_MS - MARGIN_MS - 1)
-      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, true, true])
+      expect(ids.map((id) => lease.healthyFor(threads(id)))).toEqual([true, true, true, true])
       yield* advance(1)
-      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, false, true])
+      expect(ids.map((id) => lease.healthyFor(threads(id)))).toEqual([true, true, false, true])
       expect(lease.healthy()).toBe(false)
       expect(drops).toEqual(["lease-unhealthy"])
-      expect(ids.map((id) => selections[0]!("/threads", id))).toEqual([false, false, true, false])
+      expect(ids.map((id) => selections[0]!(threads(id)))).toEqual([false, false, true, false])
       // Still unrenewed: not dropped again. Once renewed, healthy again.
       yield* advance(HEARTBEAT_MS)
       expect(drops).toHaveLength(1)
       registry.state.unrenewed = []
       yield* advance(HEARTBEAT_MS)
-      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, true, true])
+      expect(ids.map((id) => lease.healthyFor(threads(id)))).toEqual([true, true, true, true])
       expect(lease.healthy()).toBe(true)
       // A later lapse of the same bucket drops it again.
       registry.state.unrenewed = [2]
       yield* advance(LEASE_MS)
       expect(drops).toEqual(["lease-unhealthy", "lease-unhealthy"])
+    })
+  )
+
+  it.scoped("in hostname-aware mode the env is part of an id's bucket (DESIGN 3)", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.buckets = 4
+      registry.state.unrenewed = [2]
+      const { lease } = yield* start(registry.client)
+      yield* settle
+      const prod = idsByBucket(4, "prod")
+      expect(prod.map((id) => lease.healthyFor(threads(id, "prod")))).toEqual([true, true, false, true])
+      // An id in the unrenewed bucket without its env, and in another with it.
+      let n = 0
+      while (!(bucketOf("", "/threads", `t${n}`, 4) === 2 && bucketOf("prod", "/threads", `t${n}`, 4) !== 2)) n++
+      expect(lease.healthyFor(threads(`t${n}`))).toBe(false)
+      expect(lease.healthyFor(threads(`t${n}`, "prod"))).toBe(true)
     })
   )
 
@@ -178,10 +198,10 @@ describe("the worker's lease", () => {
       const ids = idsByBucket(4)
       const { lease, drops } = yield* start(registry.client)
       yield* settle
-      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, false, true, true])
+      expect(ids.map((id) => lease.healthyFor(threads(id)))).toEqual([true, false, true, true])
       registry.state.unrenewed = []
       yield* advance(HEARTBEAT_MS)
-      expect(ids.map((id) => lease.healthyFor("/threads", id))).toEqual([true, true, true, true])
+      expect(ids.map((id) => lease.healthyFor(threads(id)))).toEqual([true, true, true, true])
       expect(drops).toEqual([])
     })
   )

@@ -30,7 +30,7 @@ const fakeRegistry = () => {
       if (state.heartbeat === "fail") throw new Error("unreachable")
       return { _tag: "Renewed", windDown: [], unrenewed: [] }
     },
-    release: async (namespace, id, epoch) => {
+    release: async ({ namespace, id }, epoch) => {
       log.push(`release ${namespace}/${id}@${epoch}`)
       return true
     },
