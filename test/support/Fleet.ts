@@ -299,9 +299,10 @@ const COLD_START = JSON.stringify({ error: "registry cold start, retry" })
 
 /**
  * Polls one id per bucket (DESIGN 3's bucket hash) of `namespace` until none answers `503
- * registry cold start`. Each poll that gets through places its id: harmless, ids are fresh.
+ * registry cold start`. Each poll that gets through places its id: harmless, ids are fresh. In
+ * hostname-aware mode `host` names a hostname the namespace is bound for, in env "".
  */
-export const waitForColdStart = async (pinboard: Pinboard, namespace: string): Promise<void> => {
+export const waitForColdStart = async (pinboard: Pinboard, namespace: string, host?: string): Promise<void> => {
   const pending = new Map<number, string>()
   for (let i = 0; pending.size < BUCKETS; i++) {
     const id = `warm-${i}`
@@ -311,7 +312,9 @@ export const waitForColdStart = async (pinboard: Pinboard, namespace: string): P
   const deadline = performance.now() + pinboard.leaseMs + 15_000
   while (pending.size > 0) {
     for (const [bucket, id] of pending) {
-      const res = await request(pinboard, `${namespace}/${id}/echo`)
+      const res = await request(pinboard, `${namespace}/${id}/echo`, host === undefined ? {} : { headers: { host } })
+      // Hostname-aware without `host`: no answer could ever be the cold start.
+      if (res.status === 400) throw new Error(`waiting for the cold start: ${res.status} ${res.text}`)
       if (!(res.status === 503 && res.text === COLD_START)) pending.delete(bucket)
     }
     if (pending.size === 0) return

@@ -68,8 +68,8 @@ export class PinboardLink {
       return
     }
     const loseAnswer = isHeartbeat && this.mode === "lose-answers"
-    const headers = { ...req.headers, host: `127.0.0.1:${this.target.port}` }
-    const upstream = http.request({ host: "127.0.0.1", port: this.target.port, method: req.method, path: url, headers, agent: this.agent })
+    // The Host header passes unchanged: in hostname-aware mode it names the callee's hostname.
+    const upstream = http.request({ host: "127.0.0.1", port: this.target.port, method: req.method, path: url, headers: req.headers, agent: this.agent })
     upstream.on("error", () => res.destroy())
     upstream.on("response", (answer) => {
       if (!(isHeartbeat || isRegister)) {
@@ -109,6 +109,9 @@ export interface LibraryWorkerOptions {
   /** How long the deactivate hook takes. */
   readonly deactivateMs?: number
   readonly headroom?: number
+  /** Hostname-aware mode: the hostnames (each with its env) every namespace is registered for. */
+  readonly hostnames?: ReadonlyArray<{ readonly hostname: string; readonly env: string }>
+  readonly registrationEpoch?: string
 }
 
 /** Options for both workers of a pair; `a` adds some for worker A only. */
@@ -128,6 +131,7 @@ export interface LibraryWorker {
 export interface WorkerEvent {
   readonly t: number
   readonly event: "activate" | "deactivate" | "winddown" | "health" | "exit"
+  readonly env?: string
   readonly ns?: string
   readonly id?: string
   readonly epoch?: string
@@ -188,9 +192,12 @@ export class LibraryFleet {
       }
     })
     this.started = { redis, pinboard }
-    // Registration is the buckets' first use: cold start ends one lease after it.
-    const warm = await this.worker({ namespaces: ["/warm"] })
-    await waitForColdStart(pinboard, "/warm")
+    // Registration is the buckets' first use: cold start ends one lease after it. In
+    // hostname-aware mode the warm-up namespace is bound for a hostname of its own, in env ""
+    // so that the bucket hash is the plain one.
+    const warmHost = options.config?.hostnameAware === true ? "warm.test" : undefined
+    const warm = await this.worker({ namespaces: ["/warm"], ...(warmHost === undefined ? {} : { hostnames: [{ hostname: warmHost, env: "" }] }) })
+    await waitForColdStart(pinboard, "/warm", warmHost)
     await this.kill(warm)
   }
 
@@ -212,6 +219,8 @@ export class LibraryFleet {
     if (options.leaseMarginMs !== undefined) args.push("--lease-margin-ms", String(options.leaseMarginMs))
     if (options.idleMs !== undefined) args.push("--idle-ms", String(options.idleMs))
     if (options.deactivateMs !== undefined) args.push("--deactivate-ms", String(options.deactivateMs))
+    if (options.hostnames !== undefined) args.push("--hostnames", JSON.stringify(options.hostnames))
+    if (options.registrationEpoch !== undefined) args.push("--registration-epoch", options.registrationEpoch)
     const child = spawnProcess(process.execPath, args)
     this.stops.push(() => child.kill())
     const ready = await child.waitForLine(new RegExp(`^worker ${id} ready on (\\d+)$`), 15_000)
