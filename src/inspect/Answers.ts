@@ -38,8 +38,13 @@ export const PlacementAnswer = Schema.Struct({
 })
 export type PlacementAnswer = typeof PlacementAnswer.Type
 
-/** Whether a listed worker serves `namespace` in `env` (a plain string entry is env ""). */
-export const servesNamespace = (worker: ListedWorker, env: string, namespace: string): boolean =>
+/**
+ * Whether a listed worker serves `namespace` in `env` (a plain string entry is env ""), and when
+ * `hostname` is given, for that hostname (hostname-aware mode's candidates, DESIGN 8).
+ */
+export const servesNamespace = (worker: ListedWorker, env: string, namespace: string, hostname?: string): boolean =>
   worker.namespaces.some((entry) =>
-    typeof entry === "string" ? env === "" && entry === namespace : entry.env === env && entry.namespace === namespace
+    typeof entry === "string"
+      ? hostname === undefined && env === "" && entry === namespace
+      : entry.env === env && entry.namespace === namespace && (hostname === undefined || entry.hostname === hostname)
   )

@@ -4,12 +4,12 @@
 import { parseArgs } from "node:util"
 import { Data, Either, Schema } from "effect"
 import { isValidId, isValidNamespace } from "../Address.js"
-import { Env, WorkerId } from "../http/registry/Bodies.js"
+import { Env, Hostname, WorkerId } from "../http/registry/Bodies.js"
 
 export const USAGE = `Usage:
   pinboard inspect workers [--pinboard URL] [--json]
-  pinboard inspect id <namespace> <id> [--env ENV] [--affinity VALUE] [--caller WORKER]
-                      [--pinboard URL] [--json]
+  pinboard inspect id <namespace> <id> [--env ENV] [--host HOSTNAME] [--affinity VALUE]
+                      [--caller WORKER] [--pinboard URL] [--json]
 
 Reads Pinboard's registry API with the deployment token of Pinboard's own configuration
 (environment, --config FILE or PINBOARD_CONFIG).
@@ -21,6 +21,8 @@ Reads Pinboard's registry API with the deployment token of Pinboard's own config
   --pinboard URL    Pinboard's base URL (default: http://127.0.0.1:<port> from the configuration)
   --json            print JSON instead of text
   --env ENV         the id's env (default "")
+  --host HOSTNAME   hostname-aware mode: the request's hostname; only workers registered
+                    for it are candidates
   --affinity VALUE  the affinity value for rendezvous (default ""; Pinboard uses the client IP,
                     or the header or cookie that affinity.key names)
   --caller WORKER   the worker an attested call comes from (preferred while it is a candidate)
@@ -49,6 +51,8 @@ export type InspectCommand =
     readonly namespace: string
     readonly id: string
     readonly env: string
+    /** Lowercased; undefined when not given. */
+    readonly hostname: string | undefined
     /** Undefined when not given: "" is used, and the output says what Pinboard would use. */
     readonly affinity: string | undefined
     readonly caller: string | undefined
@@ -58,13 +62,14 @@ const OPTIONS = {
   pinboard: { type: "string" },
   json: { type: "boolean" },
   env: { type: "string" },
+  host: { type: "string" },
   affinity: { type: "string" },
   caller: { type: "string" },
   config: { type: "string" },
   help: { type: "boolean", short: "h" }
 } as const
 
-const ID_ONLY = ["env", "affinity", "caller"] as const
+const ID_ONLY = ["env", "host", "affinity", "caller"] as const
 
 /** `argv` is what follows `inspect`. */
 export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<InspectCommand, UsageError> => {
@@ -97,10 +102,14 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<Ins
       if (!isValidId(id)) return usage(`id: expected 1-256 characters of [A-Za-z0-9._~-], got ${JSON.stringify(id)}`)
       const env = values.env ?? ""
       if (!Schema.is(Env)(env)) return usage(`--env: expected 0-128 characters of [A-Za-z0-9._~-], got ${JSON.stringify(env)}`)
+      const hostname = values.host?.toLowerCase()
+      if (hostname !== undefined && !Schema.is(Hostname)(hostname)) {
+        return usage(`--host: expected a hostname without a port (1-253 characters of [A-Za-z0-9.-]), got ${JSON.stringify(values.host)}`)
+      }
       if (values.caller !== undefined && !Schema.is(WorkerId)(values.caller)) {
         return usage(`--caller: expected a worker id (1-128 characters of [A-Za-z0-9._~-]), got ${JSON.stringify(values.caller)}`)
       }
-      return Either.right({ _tag: "Id", options, namespace, id, env, affinity: values.affinity, caller: values.caller })
+      return Either.right({ _tag: "Id", options, namespace, id, env, hostname, affinity: values.affinity, caller: values.caller })
     }
     case undefined:
       return usage("expected a subcommand: workers or id")

@@ -8,6 +8,8 @@ import { type ListedWorker, type PlacementAnswer, servesNamespace } from "./Answ
 export interface ExplainInput {
   readonly env: string
   readonly namespace: string
+  /** Hostname-aware mode: only workers registered for this hostname are candidates. */
+  readonly hostname: string | undefined
   readonly placement: PlacementAnswer | undefined
   /** GET /registry/workers: bucket 0's copy of the membership. */
   readonly workers: ReadonlyArray<ListedWorker>
@@ -65,7 +67,7 @@ export type ResolveExplanation =
     /** The row that exists but has ended; a resolve deletes it first. */
     readonly ended: { readonly worker: string; readonly epoch: string; readonly reason: "owner-not-live" | "wind-down-passed" } | null
     readonly minLeaseLeftMs: number
-    /** The workers of the namespace in this env, ordered by worker id. */
+    /** The workers of the namespace in this env (for the hostname, if given), ordered by worker id. */
     readonly workers: ReadonlyArray<WorkerVerdict>
     readonly affinity: string
     readonly caller: { readonly worker: string; readonly status: CallerStatus } | null
@@ -87,7 +89,7 @@ export const explainResolve = (input: ExplainInput): ResolveExplanation => {
   const { placement } = input
   if (placement?.live === true) return { _tag: "Forward", worker: placement.worker, epoch: placement.epoch }
   const workers = input.workers
-    .filter((w) => servesNamespace(w, input.env, input.namespace))
+    .filter((w) => servesNamespace(w, input.env, input.namespace, input.hostname))
     .map((w): WorkerVerdict => ({
       worker: w.worker,
       headroom: w.headroom,

@@ -57,7 +57,7 @@ const id = Effect.fn("Inspect.id")(function*(
   config: PinboardConfig,
   target: RegistryTarget
 ) {
-  const { env, namespace } = command
+  const { env, namespace, hostname } = command
   const { placement, listed } = yield* Effect.all(
     { placement: getPlacement(target, { env, namespace, id: command.id }), listed: listWorkers(target) },
     { concurrency: "unbounded" }
@@ -68,6 +68,7 @@ const id = Effect.fn("Inspect.id")(function*(
     pinboard: target.pinboard,
     now,
     env,
+    hostname,
     namespace,
     id: command.id,
     bucket: bucketOf(env, namespace, command.id, config.buckets),
@@ -78,6 +79,7 @@ const id = Effect.fn("Inspect.id")(function*(
     resolve: explainResolve({
       env,
       namespace,
+      hostname,
       placement,
       workers: listed,
       now,

@@ -14,6 +14,8 @@ export interface IdReport {
   readonly pinboard: string
   readonly now: number
   readonly env: string
+  /** `--host`, when given. */
+  readonly hostname: string | undefined
   readonly namespace: string
   readonly id: string
   readonly bucket: number
@@ -50,6 +52,7 @@ export const idJson = (report: IdReport): string =>
       namespace: report.namespace,
       id: report.id,
       env: report.env,
+      hostname: report.hostname ?? null,
       bucket: report.bucket,
       buckets: report.buckets,
       placement: report.placement ?? null,
@@ -88,6 +91,8 @@ export const workersText = (report: WorkersReport): string => {
   return lines.join("\n")
 }
 
+const forHostname = (report: IdReport): string => (report.hostname === undefined ? "" : ` for ${report.hostname}`)
+
 export const idText = (report: IdReport): string => {
   const lines = [
     line("id", `${report.namespace}/${report.id} (env ${JSON.stringify(report.env)})`),
@@ -103,12 +108,12 @@ export const idText = (report: IdReport): string => {
   lines.push(line("resolve", resolve.ended === null ? "a new placement" : "a new placement (the row has ended: a resolve deletes it first)"))
   if (outcome._tag === "NoWorkers") {
     const ns = report.namespace
-    lines.push(line("workers", `none of ${ns} in env ${JSON.stringify(report.env)} listed (${MEMBERSHIP})`))
+    lines.push(line("workers", `none of ${ns}${forHostname(report)} in env ${JSON.stringify(report.env)} listed (${MEMBERSHIP})`))
     lines.push(line("result", `404 unknown namespace if ${ns} was never registered, else 503 no live backends for namespace`))
     return lines.join("\n")
   }
   const ownCopy = report.bucket === 0 ? "" : `; bucket ${report.bucket} holds its own, normally the same`
-  lines.push(line("workers", `of ${report.namespace} in env ${JSON.stringify(report.env)}, from ${MEMBERSHIP}${ownCopy}`))
+  lines.push(line("workers", `of ${report.namespace}${forHostname(report)} in env ${JSON.stringify(report.env)}, from ${MEMBERSHIP}${ownCopy}`))
   lines.push(...verdictTable(resolve.workers, resolve.minLeaseLeftMs).map((row) => `  ${row}`))
   lines.push(line("candidates", `lease left at least ${seconds(resolve.minLeaseLeftMs)} s, not draining, not degraded`))
   if (resolve.caller !== null) lines.push(line("caller", callerText(resolve.caller, outcome)))

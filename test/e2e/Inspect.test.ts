@@ -1,8 +1,7 @@
 // `pinboard inspect` (docs/inspect.md) as the built binary runs it, against a live Pinboard on the
 // embedded registry with two fixture workers and a draining one: what it lists, what it predicts
 // for an id and whether the placement then goes there, the JSON forms and the exit codes.
-import { spawn } from "node:child_process"
-import { existsSync, writeFileSync } from "node:fs"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bucketOf } from "../../src/registry/Bucket.js"
@@ -20,28 +19,9 @@ import {
   waitForColdStart,
   type Worker
 } from "../support/Fleet.js"
+import { runInspect } from "../support/InspectRun.js"
 import { freePort } from "../support/Processes.js"
 import { request } from "../support/Wire.js"
-
-const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** `node dist/main.js inspect ...args` with only the given PINBOARD_* variables. */
-const inspect = (args: ReadonlyArray<string>, env: Record<string, string>): Promise<Run> => {
-  if (!existsSync(MAIN)) throw new Error("dist/main.js is missing: run `npm run build` before the end-to-end tests")
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("PINBOARD_")))
-  const child = spawn(process.execPath, [MAIN, "inspect", ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
-  let stdout = ""
-  let stderr = ""
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })))
-}
 
 /** The label of a line of `inspect id`'s text, and what follows it. */
 const field = (stdout: string, label: string): string => {
@@ -58,7 +38,7 @@ describe("pinboard inspect", () => {
   let draining: VirtualWorker
   /** Pinboard's own configuration, as the environment gives it. */
   let env: Record<string, string>
-  const run = (...args: ReadonlyArray<string>) => inspect(args, env)
+  const run = (...args: ReadonlyArray<string>) => runInspect(args, env)
 
   beforeAll(async () => {
     pinboard = await fleet.pinboard({ config: STANDARD_CONFIG })
@@ -187,8 +167,8 @@ describe("pinboard inspect", () => {
     const file = join(fleet.dir, `${uid("inspect-config")}.json`)
     writeFileSync(file, JSON.stringify({ token: TOKEN, port: pinboard.port, host: "0.0.0.0", buckets: BUCKETS }))
     const [fromFile, overridden] = await Promise.all([
-      inspect(["workers", "--config", file], {}),
-      inspect(["workers", "--pinboard", `${pinboard.url}/`], { PINBOARD_TOKEN: TOKEN, PINBOARD_PORT: String(await freePort()) })
+      runInspect(["workers", "--config", file], {}),
+      runInspect(["workers", "--pinboard", `${pinboard.url}/`], { PINBOARD_TOKEN: TOKEN, PINBOARD_PORT: String(await freePort()) })
     ])
     expect(fromFile.code).toBe(0)
     expect(fromFile.stdout.split("\n")[0]).toBe(`Pinboard http://127.0.0.1:${pinboard.port}: 3 workers (bucket 0's copy of the membership)`)
@@ -197,7 +177,7 @@ describe("pinboard inspect", () => {
   })
 
   it("exits 1 with Pinboard's status and body on a wrong token", async () => {
-    const { code, stdout, stderr } = await inspect(["workers"], { ...env, PINBOARD_TOKEN: "not-the-token" })
+    const { code, stdout, stderr } = await runInspect(["workers"], { ...env, PINBOARD_TOKEN: "not-the-token" })
     expect({ code, stdout }).toEqual({ code: 1, stdout: "" })
     expect(stderr).toBe(`pinboard inspect: GET ${pinboard.url}/registry/workers answered 401: {"error":"invalid deployment token"}\n`)
   })
@@ -217,7 +197,7 @@ describe("pinboard inspect", () => {
       [["workers", "--nope"], env, /^pinboard inspect: Unknown option '--nope'/],
       [["workers"], { PINBOARD_PORT: "8080" }, /^pinboard inspect: invalid configuration: token: required/]
     ]
-    const [help, ...runs] = await Promise.all([inspect(["--help"], {}), ...cases.map(([args, withEnv]) => inspect(args, withEnv))])
+    const [help, ...runs] = await Promise.all([runInspect(["--help"], {}), ...cases.map(([args, withEnv]) => runInspect(args, withEnv))])
     runs.forEach((result, i) => {
       expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 2, stdout: "" })
       expect(result.stderr).toMatch(cases[i]![2])

@@ -4,7 +4,8 @@
 // Hostnames a.example and b.example are env prod (takeover wind_down), s.example env staging.
 import WebSocket from "ws"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { eventually, registryCall, uid } from "../support/Fleet.js"
+import { eventually, registryCall, TOKEN, uid } from "../support/Fleet.js"
+import { runInspect } from "../support/InspectRun.js"
 import { LibraryFleet, type LibraryWorker } from "../support/LibraryFleet.js"
 import { request, type Answer } from "../support/Wire.js"
 
@@ -105,6 +106,18 @@ describe("the worker library in hostname-aware mode", () => {
     expect(lf.events(ls.id, id).find((e) => e.event === "deactivate")).toMatchObject({ env: "staging", reason: "idle" })
     // Placed anew at a higher epoch, the count carries on from storage.
     expect(await increment("s.example", id)).toMatchObject({ worker: ls.id, count: 2 })
+  })
+
+  it("pinboard inspect id --host counts only the workers registered for that hostname", async () => {
+    const candidates = async (env: string, host: string) => {
+      const run = await runInspect(["id", NS, uid("q"), "--env", env, "--host", host, "--pinboard", lf.pinboard.url, "--json"], { PINBOARD_TOKEN: TOKEN })
+      expect(run.code, run.stderr).toBe(0)
+      return (JSON.parse(run.stdout) as { resolve: { workers: Array<{ worker: string }> } }).resolve.workers.map((w) => w.worker)
+    }
+    expect(await candidates("prod", "a.example")).toEqual([la.id])
+    expect(await candidates("prod", "B.Example")).toEqual([lb.id])
+    expect(await candidates("staging", "s.example")).toEqual([ls.id])
+    expect(await candidates("staging", "a.example")).toEqual([])
   })
 
   it("carries a WebSocket to the hostname's worker, which sees its env and hostname", async () => {

@@ -40,6 +40,7 @@ const explain = (input: Partial<ExplainInput>) =>
   explainResolve({
     env: "",
     namespace: "/pair",
+    hostname: undefined,
     placement: undefined,
     workers: [],
     now: NOW,
@@ -121,6 +122,21 @@ describe("candidates", () => {
     expect(workers.map((w) => w.worker)).toEqual(["wa", "wc"])
     expect(placeOf({ env: "staging", workers: [listed("wa"), listed("wd", { namespaces: [{ namespace: "/pair", hostname: "b", env: "staging" }] })] })
       .workers.map((w) => w.worker)).toEqual(["wd"])
+  })
+
+  it("with --host, are the env's workers registered for that hostname (DESIGN 8)", () => {
+    const workers = [
+      listed("wa", { namespaces: ["/pair"] }),
+      listed("wb", { namespaces: [{ namespace: "/pair", hostname: "a.example", env: "prod" }] }),
+      listed("wc", { namespaces: [{ namespace: "/pair", hostname: "b.example", env: "prod" }, { namespace: "/pair", hostname: "a.example", env: "dev" }] }),
+      listed("wd", { namespaces: [{ namespace: "/pair", hostname: "b.example", env: "prod" }] })
+    ]
+    const of = (env: string, hostname: string | undefined) => placeOf({ env, hostname, workers }).workers.map((w) => w.worker)
+    expect(of("prod", "a.example")).toEqual(["wb"])
+    expect(of("prod", "b.example")).toEqual(["wc", "wd"])
+    expect(of("dev", "a.example")).toEqual(["wc"])
+    expect(of("prod", undefined)).toEqual(["wb", "wc", "wd"])
+    expect(of("", "a.example")).toEqual([])
   })
 
   it.prop(
