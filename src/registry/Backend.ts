@@ -36,7 +36,8 @@ type Every<A> = Effect.Effect<FanOut<A>>
 export interface RegistryBackend {
   readonly buckets: number
   // every bucket, one round trip per shard
-  readonly register: (now: number, registration: WorkerRegistration) => Every<RegisterOutcome>
+  /** Every bucket, or only `buckets` (in bucket order) when given. */
+  readonly register: (now: number, registration: WorkerRegistration, buckets?: ReadonlyArray<number>) => Every<RegisterOutcome>
   readonly heartbeat: (now: number, beat: WorkerHeartbeat) => Every<BucketHeartbeat>
   readonly deregister: (now: number, worker: string, incarnation: string) => Every<void>
   readonly nack: (now: number, worker: string) => Every<void>

@@ -13,12 +13,13 @@ export interface MemoryBackend extends RegistryBackend {
 
 export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): MemoryBackend => {
   const state = Array.from({ length: buckets }, Model.emptyBucket)
-  const each = <A>(f: (bucket: Model.BucketState) => A): Effect.Effect<FanOut<A>> =>
-    Effect.sync(() => ({ reached: state.map((b, i) => [i, f(b)] as const), unreached: [] }))
+  const all = state.map((_, i) => i)
+  const each = <A>(f: (bucket: Model.BucketState) => A, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<A>> =>
+    Effect.sync(() => ({ reached: only.map((i) => [i, f(state[i]!)] as const), unreached: [] }))
   const one = <A>(bucket: number, f: (bucket: Model.BucketState) => A) => Effect.sync(() => f(state[bucket]!))
   return {
     buckets,
-    register: (now, registration) => each((b) => Model.register(b, now, registration, policy)),
+    register: (now, registration, only) => each((b) => Model.register(b, now, registration, policy), only),
     heartbeat: (now, beat) => each((b) => Model.heartbeat(b, now, beat, policy)),
     deregister: (_now, worker, incarnation) => each((b) => Model.deregister(b, worker, incarnation)),
     nack: (now, worker) => each((b) => Model.nack(b, now, worker, policy)),

@@ -136,9 +136,10 @@ export const makeRedisBackend = (
     Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
   const one = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) =>
     attempt(() => call<A>(name, bucket, now, args))
-  const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<A>> =>
+  const all = tags.map((_, bucket) => bucket)
+  const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<A>> =>
     Effect.promise(() =>
-      observed(observe, name, () => fanOut<A>(client, tags, `pinboard_${name}`, [String(now), ...args]), (out) => out.unreached.length > 0)
+      observed(observe, name, () => fanOut<A>(client, tags, only, `pinboard_${name}`, [String(now), ...args]), (out) => out.unreached.length > 0)
     )
   const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<void>> =>
     Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) }))
@@ -159,7 +160,7 @@ export const makeRedisBackend = (
 
   return {
     buckets,
-    register: (now, r) =>
+    register: (now, r, only) =>
       every<string>("register", now, [
         r.worker,
         r.incarnation,
@@ -171,7 +172,7 @@ export const makeRedisBackend = (
         r.namespaces.map((n) => memberKey(n.env, n.namespace)).join("\n"),
         r.epoch ?? "0",
         r.namespaces.flatMap((n) => (n.hostname === "" ? [] : [`${n.hostname}|${n.namespace}|${n.env}`])).join("\n")
-      ]).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeRegister(reply)] as const) }))),
+      ], only).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeRegister(reply)] as const) }))),
     heartbeat: (now, beat) =>
       every<Reply>("heartbeat", now, [
         beat.worker,
@@ -198,7 +199,7 @@ export const makeRedisBackend = (
     // Bucket 0 (as the embedded registry), else the first other shard that answers, asked at once.
     workers: (now) =>
       attempt(() => {
-        const [first, ...others] = byShard(client, tags).map((buckets) => call<ReadonlyArray<Reply>>("workers", buckets[0]!, now, []))
+        const [first, ...others] = byShard(client, tags, all).map((buckets) => call<ReadonlyArray<Reply>>("workers", buckets[0]!, now, []))
         for (const other of others) other.catch(() => undefined)
         return first!.catch((cause: unknown) => (others.length === 0 ? Promise.reject(cause) : Promise.any(others)))
       }).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
@@ -212,27 +213,28 @@ export const makeRedisBackend = (
   }
 }
 
-/** The buckets of each shard (by the nodes serving their hash tag's slot); one group on a single server. */
-const byShard = (client: RedisClient, tags: ReadonlyArray<string>): ReadonlyArray<ReadonlyArray<number>> => {
-  if (!(client instanceof Cluster)) return [tags.map((_, bucket) => bucket)]
+/** `buckets` grouped by shard (by the nodes serving their hash tag's slot); one group on a single server. */
+const byShard = (client: RedisClient, tags: ReadonlyArray<string>, buckets: ReadonlyArray<number>): ReadonlyArray<ReadonlyArray<number>> => {
+  if (!(client instanceof Cluster)) return [buckets]
   const groups = new Map<string, Array<number>>()
-  tags.forEach((tag, bucket) => {
-    const shard = client.slots[keySlot(tag)]?.join(";") ?? ""
+  for (const bucket of buckets) {
+    const shard = client.slots[keySlot(tags[bucket]!)]?.join(";") ?? ""
     groups.set(shard, [...(groups.get(shard) ?? []), bucket])
-  })
+  }
   return [...groups.values()]
 }
 
-/** Runs one script on every bucket, one pipeline per shard; never fails as a whole. */
+/** Runs one script on each of `only` (bucket numbers), one pipeline per shard; never fails as a whole. */
 const fanOut = async <A>(
   client: RedisClient,
   tags: ReadonlyArray<string>,
+  only: ReadonlyArray<number>,
   command: string,
   args: ReadonlyArray<string>
 ): Promise<FanOut<A>> => {
   const answers: Array<{ readonly bucket: number; readonly ok: boolean; readonly value: unknown }> = []
   await Promise.all(
-    byShard(client, tags).map(async (buckets) => {
+    byShard(client, tags, only).map(async (buckets) => {
       const pipeline = client.pipeline() as unknown as Record<string, (...a: Array<string>) => void> & {
         exec: () => Promise<Array<[Error | null, unknown]> | null>
       }

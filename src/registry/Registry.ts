@@ -23,10 +23,12 @@ import type {
   NamespaceRegistration,
   PlacementKey,
   PlacementView,
+  RegisterOutcome,
   RegistryPolicy,
   ResolveOutcome,
   WindDownEntry,
   WindDownOutcome,
+  WorkerRegistration,
   WorkerView
 } from "./Domain.js"
 import { makeMemoryBackend } from "./Memory.js"
@@ -123,6 +125,25 @@ const byDeadline = (a: WindDownEntry, b: WindDownEntry): number =>
 const reachedAny = <A>(out: FanOut<A>): Effect.Effect<FanOut<A>, RegistryUnavailable> =>
   out.reached.length > 0 ? Effect.succeed(out) : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
 
+/**
+ * A registration that names hostnames, in bucket 0 first and in the other buckets only when its
+ * bindings stood there. Every bucket decides bindings alike, but two registrations racing through
+ * two Pinboards (equal epochs, different envs) could reach the buckets in different orders and
+ * leave them bound to different envs. Bucket 0 serializes them: the loser writes nothing.
+ */
+const registerBindingFirst = (
+  backend: RegistryBackend,
+  at: number,
+  registration: WorkerRegistration
+): Effect.Effect<FanOut<RegisterOutcome>, RegistryUnavailable> =>
+  Effect.gen(function* () {
+    const first = yield* backend.register(at, registration, [0])
+    yield* reachedAll(first)
+    if (first.reached.some(([, outcome]) => outcome._tag === "BindingConflict")) return first
+    const rest = yield* backend.register(at, registration, Array.from({ length: backend.buckets - 1 }, (_, i) => i + 1))
+    return { ...rest, reached: [...first.reached, ...rest.reached] }
+  })
+
 /** A fan-out that must reach every bucket (a retry finishes the job: these calls are idempotent). */
 const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
   out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
@@ -184,7 +205,11 @@ export const makeRegistry = (
       Effect.gen(function* () {
         const at = yield* now
         const incarnation = yield* newIncarnation
-        const out = yield* Effect.flatMap(backend.register(at, { ...input, incarnation }), reachedAny)
+        const registration = { ...input, incarnation }
+        const out = yield* Effect.flatMap(
+          input.namespaces.some((entry) => entry.hostname !== "") ? registerBindingFirst(backend, at, registration) : backend.register(at, registration),
+          reachedAny
+        )
         if (out.reached.some(([, outcome]) => outcome._tag === "BindingConflict")) return yield* new BindingHeldByAnotherEnv()
         return {
           worker: input.worker,
