@@ -65,18 +65,20 @@ export type HeldDecision =
 export type Takeover = "wind_down" | "deny"
 
 /**
- * A live placement reached through its owner's own hostname is forwarded (during a wind-down
- * too, until the deadline: DESIGN 11 "Hostname claims"); through another hostname of the env,
- * the env's takeover decides.
+ * A live placement reached through a hostname its owner is registered for is forwarded (during a
+ * wind-down too, until the deadline: DESIGN 11 "Hostname claims"); through another hostname of
+ * the env, the env's takeover decides. (With one hostname per worker and namespace, as DESIGN
+ * has it, the owner's hostname is the one the row was placed through; a worker registered for
+ * several keeps its placements whichever of them a request comes through.)
  */
 export const decideHeld = (
-  row: { readonly hostname: string; readonly windDownAt: number },
-  requestHostname: string,
+  row: { readonly windDownAt: number },
+  ownerServesHostname: boolean,
   takeover: Takeover,
   now: number,
   leaseMs: number
 ): HeldDecision => {
-  if (row.hostname === requestHostname) return { _tag: "Forward" }
+  if (ownerServesHostname) return { _tag: "Forward" }
   if (takeover === "deny") return { _tag: "Deny" }
   return { _tag: "WindingDown", deadline: row.windDownAt !== 0 ? row.windDownAt : now + leaseMs }
 }

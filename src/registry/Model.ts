@@ -214,13 +214,14 @@ export const resolve = (
   const existing = state.rows.get(key)
   if (existing !== undefined) {
     if (isLive(state, existing, now)) {
-      const held = decideHeld(existing, query.hostname, query.takeover ?? "wind_down", now, policy.leaseMs)
+      const owner = state.workers.get(existing.worker)!
+      const ownerServes = !hostnameAware || servesHostname(owner.namespaces, query.env, query.namespace, query.hostname)
+      const held = decideHeld(existing, ownerServes, query.takeover ?? "wind_down", now, policy.leaseMs)
       if (held._tag === "Deny") return { _tag: "HeldByAnotherHostname" }
       if (held._tag === "WindingDown") {
         state.rows.set(key, { ...existing, windDownAt: held.deadline })
         return { _tag: "TakeoverInProgress", retryAfterMs: held.deadline - now }
       }
-      const owner = state.workers.get(existing.worker)!
       return { _tag: "Placed", worker: existing.worker, advertiseUrl: owner.advertiseUrl, epoch: existing.epoch, isNew: false }
     }
     deleteRow(state, existing)

@@ -1,7 +1,7 @@
 // Hostname-aware mode end to end (issue 9; routing.md "Hostname-aware mode", DESIGN 7, 8 and
 // 11): the built Pinboard on a real redis-server with PINBOARD_HOSTNAME_AWARE=1, fixture
 // workers registering {namespace, hostname, env}; two hostnames on env prod (takeover
-// wind_down), two on env strict (takeover deny), and a rebinding to env dev.
+// wind_down), two on env strict (takeover deny), and rebindings to envs dev and blue.
 import { decodeJwt } from "jose"
 import WebSocket from "ws"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -106,6 +106,20 @@ describe("hostname-aware mode", () => {
     expect(await register("v-dev", "dev", "1")).toMatchObject({ status: 409, json: { error: "hostname binding held by another env" } })
     expect((await register("v-dev", "dev", "2")).status).toBe(200)
     expect(json(await via("b.example", uid("new")))).toMatchObject({ status: 503, body: '{"error":"hostname binding displaced, retry"}' })
+  })
+
+  it("a rebound pair: ids already placed in its new env keep being served through it while new ids wait", async () => {
+    await fleet.worker(pinboard, { id: "wf", namespaces: [], registrations: [at("f.example", "prod")], epoch: "1" })
+    // wh binds e.example to env blue and moves f.example there (a higher epoch): f.example is displaced.
+    await fleet.worker(pinboard, { id: "wh", namespaces: [], registrations: [at("e.example", "blue"), at("f.example", "blue")], epoch: "2" })
+    const id = uid("p")
+    const placed = await served("e.example", id)
+    expect([placed.worker, placed.claims.env]).toEqual(["wh", "blue"])
+    const again = await served("f.example", id)
+    expect([again.worker, again.epoch, again.claims.host]).toEqual(["wh", placed.epoch, "f.example"])
+    const fresh = json(await via("f.example", uid("new")))
+    expect(fresh).toMatchObject({ status: 503, body: '{"error":"hostname binding displaced, retry"}' })
+    expect(Number(fresh.retryAfter)).toBeGreaterThanOrEqual(1)
   })
 
   it("a WebSocket upgrade through a hostname reaches that hostname's worker", async () => {

@@ -111,6 +111,21 @@ describe.each(LAYERS)("hostname-aware mode in the registry (%s)", (_layer, backe
     })
   )
 
+  it.effect("an owner registered for two hostnames keeps its placement through either; through a third, the takeover", () =>
+    Effect.gen(function* () {
+      const { registry } = yield* fleet([
+        ["wab", [docs("a.example", "prod"), docs("b.example", "prod")], "1"],
+        ["wc", [docs("c.example", "prod")], "1"]
+      ])
+      const held = yield* registry.resolve(request("a.example", "both"))
+      const again = yield* registry.resolve(request("b.example", "both"))
+      expect([held.worker, again.worker, again.epoch, again.isNew]).toEqual(["wab", "wab", held.epoch, false])
+      expect((yield* refusal(registry, "c.example", "both")).tag).toBe("TakeoverInProgress")
+      // During the wind-down, both of the owner's hostnames are still forwarded to it.
+      expect((yield* registry.resolve(request("b.example", "both"))).worker).toBe("wab")
+    })
+  )
+
   it.effect("takeover wind_down ends early when the owner releases; an env with deny answers 503 placement held by another hostname", () =>
     Effect.gen(function* () {
       const { registry } = yield* fleet([

@@ -109,20 +109,20 @@ describe("bindings a registration sets (DESIGN 8)", () => {
 })
 
 describe("a live placement and the request's hostname (DESIGN 5 step 2)", () => {
-  const row = (hostname: string, windDownAt = 0) => ({ hostname, windDownAt })
+  const row = (windDownAt = 0) => ({ windDownAt })
 
-  it("through the owner's own hostname: forwarded, during a wind-down too", () => {
-    expect(decideHeld(row("a.example"), "a.example", "deny", NOW, LEASE)).toEqual({ _tag: "Forward" })
-    expect(decideHeld(row("a.example", NOW + 10), "a.example", "wind_down", NOW, LEASE)).toEqual({ _tag: "Forward" })
+  it("through a hostname its owner is registered for: forwarded, during a wind-down too", () => {
+    expect(decideHeld(row(), true, "deny", NOW, LEASE)).toEqual({ _tag: "Forward" })
+    expect(decideHeld(row(NOW + 10), true, "wind_down", NOW, LEASE)).toEqual({ _tag: "Forward" })
   })
 
   it("through another hostname, takeover deny: 503 placement held by another hostname", () => {
-    expect(decideHeld(row("a.example"), "b.example", "deny", NOW, LEASE)).toEqual({ _tag: "Deny" })
+    expect(decideHeld(row(), false, "deny", NOW, LEASE)).toEqual({ _tag: "Deny" })
   })
 
   it("through another hostname, takeover wind_down: a deadline one lease away, kept once set", () => {
-    expect(decideHeld(row("a.example"), "b.example", "wind_down", NOW, LEASE)).toEqual({ _tag: "WindingDown", deadline: NOW + LEASE })
-    expect(decideHeld(row("a.example", NOW + 400), "b.example", "wind_down", NOW + 100, LEASE)).toEqual({ _tag: "WindingDown", deadline: NOW + 400 })
+    expect(decideHeld(row(), false, "wind_down", NOW, LEASE)).toEqual({ _tag: "WindingDown", deadline: NOW + LEASE })
+    expect(decideHeld(row(NOW + 400), false, "wind_down", NOW + 100, LEASE)).toEqual({ _tag: "WindingDown", deadline: NOW + 400 })
   })
 })
 

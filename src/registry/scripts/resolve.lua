@@ -78,18 +78,21 @@ local function placeNew(env, namespace, id, mk, rk, pkey, rest)
 end
 
 -- Hostname-aware mode (DESIGN 5 steps 1 to 3, src/registry/Hostnames.ts): the pair's binding
--- first, then a live row (another hostname of the env: the takeover), then the displacement wait.
+-- first, then a live row (its owner not registered for this hostname: the takeover), then the
+-- displacement wait.
 local function resolveForHostname(env, namespace, id, mk, rk, pkey, rest)
   touch()
   local hostname, takeover = string.match(rest, "^([^\n]*)\n([^\n]*)\n")
   local binding = redis.call("HMGET", T .. ":b:" .. hostname .. "|" .. namespace, "env", "disp")
   if not binding[1] then return "unknown" end
   if binding[1] ~= env then return "rebound\n" .. binding[1] end
-  local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd", "host")
+  local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd")
   if row[1] then
-    local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url")
+    local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url", "ns")
     if rowLive(owner, row[2], row[4]) then
-      if row[5] == hostname then return "placed\n" .. row[1] .. "\n" .. owner[3] .. "\n" .. row[3] .. "\n0" end
+      if servesHostname(owner[4], env, namespace, hostname) then
+        return "placed\n" .. row[1] .. "\n" .. owner[3] .. "\n" .. row[3] .. "\n0"
+      end
       if takeover == "deny" then return "held" end
       local deadline = tonumber(row[4])
       if deadline == 0 then
