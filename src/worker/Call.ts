@@ -49,13 +49,14 @@ const withHostHeader = (headers: Dispatcher.DispatchOptions["headers"], hostname
   return { ...(headers as Record<string, string>), host: hostname }
 }
 
-/** One connection pool for every call; a view of it per hostname that sets `Host`. */
+/** One connection pool for the calls that name a hostname (made on the first); a view of it per hostname that sets `Host`. */
 const hostDispatchers = () => {
-  const agent = new Agent()
+  let agent: Agent | undefined
   const byHostname = new Map<string, FetchDispatcher>()
-  return (hostname: string): FetchDispatcher => {
+  const dispatcherFor = (hostname: string): FetchDispatcher => {
     let dispatcher = byHostname.get(hostname)
     if (dispatcher === undefined) {
+      agent ??= new Agent()
       const withHost: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
         dispatch({ ...options, headers: withHostHeader(options.headers, hostname) }, handler)
       dispatcher = agent.compose(withHost) as unknown as FetchDispatcher
@@ -63,12 +64,20 @@ const hostDispatchers = () => {
     }
     return dispatcher
   }
+  return { dispatcherFor, close: () => agent?.close() ?? Promise.resolve() }
 }
 
-export const makeCall = (pinboard: string, key: Uint8Array, now: () => number) => {
+export interface Calls {
+  /** Calls on behalf of `caller`. */
+  readonly callAs: (caller: Caller) => CallInstance
+  /** Closes the connections of calls that named a hostname. */
+  readonly close: () => Promise<void>
+}
+
+export const makeCalls = (pinboard: string, key: Uint8Array, now: () => number): Calls => {
   const base = pinboard.replace(/\/+$/, "")
-  const dispatcherFor = hostDispatchers()
-  return (caller: Caller): CallInstance =>
+  const { dispatcherFor, close } = hostDispatchers()
+  const callAs = (caller: Caller): CallInstance =>
     async (namespace, id, path, init: CallInit = {}) => {
       const { hostname = caller.hostname, ...request } = init
       const headers = new Headers(request.headers)
@@ -77,4 +86,5 @@ export const makeCall = (pinboard: string, key: Uint8Array, now: () => number) =
       const url = `${base}${namespace}/${encodeURIComponent(id)}${rest}`
       return fetch(url, { ...request, headers, ...(hostname === undefined ? {} : { dispatcher: dispatcherFor(hostname) }) })
     }
+  return { callAs, close }
 }

@@ -8,7 +8,7 @@ import { Duration, Effect, Exit, Schedule, Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { attestationKey } from "../auth/AttestationKey.js"
 import { Activations } from "./Activations.js"
-import { makeCall } from "./Call.js"
+import { makeCalls } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
 import { keepLease } from "./Lease.js"
@@ -111,7 +111,9 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
         ...(options.hostnames === undefined ? {} : { hostnames: options.hostnames }),
         ...(options.registrationEpoch === undefined ? {} : { registrationEpoch: options.registrationEpoch })
       })
-    const callAs = makeCall(options.pinboard, key, now)
+    const calls = makeCalls(options.pinboard, key, now)
+    yield* Effect.addFinalizer(() => Effect.promise(() => calls.close()))
+    const { callAs } = calls
 
     const activations = new Activations(definitions, {
       worker: options.worker,
