@@ -35,7 +35,7 @@ export const measureLoad = async (label: string, spec: LoadSpec, watched: Watche
     else if (line === "window end") after = read()
   })
   const limit = setTimeout(() => void stop(load), (spec.warmupS + spec.seconds + 30) * 1000)
-  const code = await load.exited
+  const { code } = await load.exited
   clearTimeout(limit)
   const json = [...load.lines].reverse().find((line) => line.startsWith("{"))
   if (code !== 0 || json === undefined) throw new Error(`load generator for ${label}: exit ${code}; output:\n${load.lines.join("\n")}`)

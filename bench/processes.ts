@@ -1,8 +1,8 @@
 // The processes of a benchmark: spawned (pinned to a core when taskset is present), read line
 // by line, and stopped by pid, every one of them on every way out.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
-import { createInterface } from "node:readline"
+import { killPid, spawnProcess, type Spawned } from "../test/support/Processes.js"
 
 export const hasTaskset = spawnSync("taskset", ["-V"], { stdio: "ignore" }).status === 0
 
@@ -15,16 +15,8 @@ export const pinPid = (pid: number, core: number): void => {
   if (hasTaskset) spawnSync("taskset", ["-a", "-p", "-c", String(core), String(pid)], { stdio: "ignore" })
 }
 
-export interface Proc {
+export interface Proc extends Spawned {
   readonly name: string
-  readonly pid: number
-  readonly child: ChildProcess
-  /** The last lines printed, stdout and stderr interleaved. */
-  readonly lines: Array<string>
-  readonly onLine: (listener: (line: string) => void) => void
-  readonly waitForLine: (pattern: RegExp, timeoutMs: number) => Promise<RegExpMatchArray>
-  readonly exited: Promise<number | null>
-  readonly alive: () => boolean
 }
 
 const KEPT_LINES = 200
@@ -33,63 +25,15 @@ const running = new Set<Proc>()
 /** Spawns `node script ...args` (taskset'ed to `core`, if given); the last lines of its output are kept. */
 export const spawnNode = (name: string, core: number | undefined, script: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env): Proc => {
   const [command, argv] = pinned(core, process.execPath, [script, ...args])
-  const child = spawn(command, argv, { env, stdio: ["ignore", "pipe", "pipe"] })
-  if (child.pid === undefined) throw new Error(`${name}: could not spawn ${command}`)
-  const lines: Array<string> = []
-  const listeners = new Set<(line: string) => void>()
-  for (const stream of [child.stdout!, child.stderr!]) {
-    createInterface({ input: stream }).on("line", (line) => {
-      lines.push(line)
-      if (lines.length > KEPT_LINES) lines.shift()
-      for (const listener of listeners) listener(line)
-    })
-  }
-  let exitCode: number | null | undefined
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => {
-      exitCode = code
-      running.delete(proc)
-      resolve(code)
-    })
-  )
-  const waitForLine = (pattern: RegExp, timeoutMs: number) =>
-    new Promise<RegExpMatchArray>((resolve, reject) => {
-      const seen = lines.map((l) => l.match(pattern)).find((m) => m !== null)
-      if (seen) return resolve(seen)
-      const timer = setTimeout(() => fail(`no line matching ${pattern} within ${timeoutMs} ms`), timeoutMs)
-      const fail = (why: string) => {
-        clearTimeout(timer)
-        listeners.delete(listener)
-        reject(new Error(`${name}: ${why}; output:\n${lines.join("\n")}`))
-      }
-      const listener = (line: string) => {
-        const match = line.match(pattern)
-        if (match === null) return
-        clearTimeout(timer)
-        listeners.delete(listener)
-        resolve(match)
-      }
-      listeners.add(listener)
-      void exited.then((code) => listeners.has(listener) && fail(`exited (code ${code}) first`))
-    })
-  const proc: Proc = {
-    name,
-    pid: child.pid,
-    child,
-    lines,
-    onLine: (listener) => void listeners.add(listener),
-    waitForLine,
-    exited,
-    alive: () => exitCode === undefined
-  }
+  const proc: Proc = Object.assign(spawnProcess(command, argv, { env }, { name, keptLines: KEPT_LINES }), { name })
   running.add(proc)
+  void proc.exited.then(() => running.delete(proc))
   return proc
 }
 
 /** SIGKILL by pid unless it has already exited; resolves once it has. */
 export const stop = async (proc: Proc): Promise<void> => {
-  if (proc.alive()) killPid(proc.pid)
-  await proc.exited
+  await proc.kill()
 }
 
 /** For exit paths that cannot wait. */
@@ -98,14 +42,6 @@ export const stopAllSync = (): void => {
 }
 
 export const stopAll = (): Promise<unknown> => Promise.all([...running].map(stop))
-
-const killPid = (pid: number): void => {
-  try {
-    process.kill(pid, "SIGKILL")
-  } catch {
-    // already gone
-  }
-}
 
 /** User plus system CPU time of a process so far, in seconds (from /proc; 0 where there is none). */
 export const cpuSeconds = (pid: number): number => {

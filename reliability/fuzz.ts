@@ -28,7 +28,8 @@ import { attestationInput, jwsInput } from "./fuzz/auth.js"
 import { CATEGORIES, initIdPool, requestBytes, type Category, type Input, type World } from "./fuzz/common.js"
 import { runControls, type ControlResult } from "./fuzz/controls.js"
 import { rssKiB } from "../bench/processes.js"
-import { fdCounts, isAlive, LEASE_MS, socketPeers, startFleet, stopAllSync, TOKEN, type Fleet } from "./fuzz/fleet.js"
+import { fdCounts, LEASE_MS, socketPeers, startFleet, stopAllSync, TOKEN, type Fleet } from "./fuzz/fleet.js"
+import { isAlive } from "../test/support/Processes.js"
 import {
   bodyInput,
   headersInput,

@@ -43,6 +43,7 @@ import { HeapProbe } from "./soak/inspector.js"
 import { Load } from "./soak/load.js"
 import { cpuSeconds, openFds, rssKiB } from "../bench/processes.js"
 import { killAllSync, spawnNode, stopChild, type Child } from "./soak/processes.js"
+import { isAlive } from "../test/support/Processes.js"
 import { compare, comparisonLine, mb, sampleLine, windowsFor, type Sample } from "./soak/report.js"
 
 const bytesOf = (kib: number | undefined): number | undefined => (kib === undefined ? undefined : kib * 1024)
@@ -256,15 +257,6 @@ const listedWorkers = async (origin: string): Promise<number | undefined> => {
   }
 }
 
-const redisAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 // ---- the run ---------------------------------------------------------------------------------
 
 const main = async (): Promise<number> => {
@@ -322,7 +314,7 @@ const main = async (): Promise<number> => {
     await until(loadStart + dueS * 1000 - performance.now())
     if (ended) break
     const now = performance.now()
-    if (!redisAlive(redisPid)) {
+    if (!isAlive(redisPid)) {
       requestEnd("redis-server exited unexpectedly")
       break
     }

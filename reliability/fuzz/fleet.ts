@@ -2,12 +2,11 @@
 // (`node dist/main.js`) on Redis with the fuzz config's data-plane rules, and fixture workers
 // (test/fixtures/worker.mjs). Everything is started here and killed by pid on every exit
 // path (`stopAllSync`, also on SIGINT/SIGTERM and uncaught errors).
-import { spawn, type ChildProcess } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { createInterface } from "node:readline"
+import { killPid, spawnProcess, type Spawned } from "../../test/support/Processes.js"
 import { freePort, startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
 
 /** The repository root: this file runs as dist-bench/reliability/fuzz/fleet.js. */
@@ -45,12 +44,8 @@ export const FUZZ_CONFIG = {
   ]
 }
 
-export interface Child {
+export interface Child extends Spawned {
   readonly name: string
-  readonly child: ChildProcess
-  readonly pid: number
-  readonly lines: Array<string>
-  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
 }
 
 const children: Array<Child> = []
@@ -60,32 +55,14 @@ let dir: string | undefined
 /** Lines kept per child; older ones are dropped (a long run must not hold every line). */
 const MAX_LINES = 2000
 
-const spawnChild = (name: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, onLine?: (line: string) => void): Child => {
-  const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] })
-  if (child.pid === undefined) throw new Error(`could not spawn ${name}`)
-  const entry: Child = { name, child, pid: child.pid, lines: [], exit: undefined }
-  for (const stream of [child.stdout!, child.stderr!]) {
-    createInterface({ input: stream }).on("line", (line) => {
-      entry.lines.push(line)
-      if (entry.lines.length > MAX_LINES) entry.lines.splice(0, entry.lines.length - MAX_LINES)
-      onLine?.(line)
-    })
-  }
-  child.once("exit", (code, signal) => (entry.exit = { code, signal }))
+const spawnChild = (name: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, onLine: (line: string) => void): Child => {
+  const entry: Child = Object.assign(spawnProcess(process.execPath, args, { env }, { name, keptLines: MAX_LINES }), { name })
+  entry.onLine(onLine)
   children.push(entry)
   return entry
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-export const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 export interface Fleet {
   readonly port: number
@@ -149,7 +126,7 @@ export const startFleet = async (hooks: FleetHooks): Promise<Fleet> => {
       const until = performance.now() + 20_000
       for (;;) {
         const match = worker.lines.map((line) => line.match(ready)).find((m) => m !== null)
-        if (match) return { ...worker, id, port: Number(match[1]) }
+        if (match) return Object.assign(worker, { id, port: Number(match[1]) })
         if (worker.exit !== undefined || performance.now() > until) {
           throw new Error(`worker ${id} did not start:\n${worker.lines.join("\n")}`)
         }
@@ -162,15 +139,7 @@ export const startFleet = async (hooks: FleetHooks): Promise<Fleet> => {
 
 /** Kills every process started here, by pid; safe to call more than once and from exit handlers. */
 export const stopAllSync = (): void => {
-  for (const entry of children) {
-    if (entry.exit === undefined && isAlive(entry.pid)) {
-      try {
-        process.kill(entry.pid, "SIGKILL")
-      } catch {
-        // already gone
-      }
-    }
-  }
+  for (const entry of children) if (entry.alive()) killPid(entry.pid)
   redis?.stopSync()
   redis = undefined
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true })

@@ -1,5 +1,5 @@
-// Real processes for end-to-end tests: spawn one, wait for a port or a line of its output,
-// and stop it (or anything it started) by pid.
+// Real processes for end-to-end tests (and the benchmarks and reliability runs): spawn one,
+// wait for a port or a line of its output, and stop it (or anything it started) by pid.
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process"
 import net from "node:net"
 import { createInterface } from "node:readline"
@@ -14,31 +14,55 @@ export interface Exit {
 export interface Spawned {
   readonly child: ChildProcess
   readonly pid: number
-  /** Every line printed so far, stdout and stderr interleaved. */
+  /** The lines printed so far (the last `keptLines` of them), stdout and stderr interleaved. */
   readonly lines: ReadonlyArray<string>
-  /** Resolves with the first line (already printed or still to come) matching `pattern`. */
+  /** How many lines were printed, the dropped ones included. */
+  readonly lineCount: number
+  /** Calls `listener` with every line printed from now on. */
+  readonly onLine: (listener: (line: string) => void) => void
+  /** Resolves with the first line (already kept or still to come) matching `pattern`. */
   readonly waitForLine: (pattern: RegExp, timeoutMs: number) => Promise<RegExpMatchArray>
   readonly exited: Promise<Exit>
+  /** How it exited; undefined while it runs. */
+  readonly exit: Exit | undefined
+  readonly alive: () => boolean
   /** SIGKILL unless it has already exited; resolves once it has. */
   readonly kill: () => Promise<Exit>
 }
 
+export interface SpawnExtras {
+  /** Names the process in errors. */
+  readonly name?: string
+  /** Keep only the last this many lines (a long run must not hold every line); default all. */
+  readonly keptLines?: number
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-export const spawnProcess = (command: string, args: ReadonlyArray<string>, options: SpawnOptions = {}): Spawned => {
+/** Spawns `command`, reads its output line by line; shared by the tests, the benchmarks and the reliability runs. */
+export const spawnProcess = (command: string, args: ReadonlyArray<string>, options: SpawnOptions = {}, extras: SpawnExtras = {}): Spawned => {
   const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
-  if (child.pid === undefined) throw new Error(`could not spawn ${command}`)
+  const who = extras.name ?? command
+  if (child.pid === undefined) throw new Error(`could not spawn ${who}`)
+  const kept = extras.keptLines ?? Infinity
   const lines: Array<string> = []
-  const waiters = new Set<(line: string) => void>()
+  let lineCount = 0
+  const listeners = new Set<(line: string) => void>()
   for (const stream of [child.stdout!, child.stderr!]) {
     createInterface({ input: stream }).on("line", (line) => {
+      lineCount++
       lines.push(line)
-      for (const waiter of waiters) waiter(line)
+      if (lines.length > kept) lines.shift()
+      for (const listener of listeners) listener(line)
     })
   }
-  const exited = new Promise<Exit>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))
   let exit: Exit | undefined
-  void exited.then((e) => (exit = e))
+  const exited = new Promise<Exit>((resolve) =>
+    child.once("exit", (code, signal) => {
+      exit = { code, signal }
+      resolve(exit)
+    })
+  )
 
   const waitForLine = (pattern: RegExp, timeoutMs: number) =>
     new Promise<RegExpMatchArray>((resolve, reject) => {
@@ -46,7 +70,7 @@ export const spawnProcess = (command: string, args: ReadonlyArray<string>, optio
       if (seen) return resolve(seen)
       const done = () => {
         clearTimeout(timer)
-        waiters.delete(onLine)
+        listeners.delete(onLine)
       }
       const onLine = (line: string) => {
         const match = line.match(pattern)
@@ -57,13 +81,13 @@ export const spawnProcess = (command: string, args: ReadonlyArray<string>, optio
       }
       const timer = setTimeout(() => {
         done()
-        reject(new Error(`no line matching ${pattern} within ${timeoutMs} ms; output so far:\n${lines.join("\n")}`))
+        reject(new Error(`${who}: no line matching ${pattern} within ${timeoutMs} ms; output so far:\n${lines.join("\n")}`))
       }, timeoutMs)
-      waiters.add(onLine)
+      listeners.add(onLine)
       void exited.then((e) => {
-        if (!waiters.has(onLine)) return
+        if (!listeners.has(onLine)) return
         done()
-        reject(new Error(`exited (${e.signal ?? `code ${e.code}`}) before a line matching ${pattern}; output:\n${lines.join("\n")}`))
+        reject(new Error(`${who}: exited (${e.signal ?? `code ${e.code}`}) before a line matching ${pattern}; output:\n${lines.join("\n")}`))
       })
     })
 
@@ -72,7 +96,22 @@ export const spawnProcess = (command: string, args: ReadonlyArray<string>, optio
     return exited
   }
 
-  return { child, pid: child.pid, lines, waitForLine, exited, kill }
+  return {
+    child,
+    pid: child.pid,
+    lines,
+    get lineCount() {
+      return lineCount
+    },
+    onLine: (listener) => void listeners.add(listener),
+    waitForLine,
+    exited,
+    get exit() {
+      return exit
+    },
+    alive: () => exit === undefined,
+    kill
+  }
 }
 
 /** Sends a signal; a process that is already gone is not an error. */
