@@ -215,7 +215,9 @@ export const resolve = (
   if (existing !== undefined) {
     if (isLive(state, existing, now)) {
       const owner = state.workers.get(existing.worker)!
-      const ownerServes = !hostnameAware || servesHostname(owner.namespaces, query.env, query.namespace, query.hostname)
+      // Placed through this hostname: its owner (this incarnation) is registered for it.
+      const ownerServes =
+        existing.hostname === query.hostname || servesHostname(owner.namespaces, query.env, query.namespace, query.hostname)
       const held = decideHeld(existing, ownerServes, query.takeover ?? "wind_down", now, policy.leaseMs)
       if (held._tag === "Deny") return { _tag: "HeldByAnotherHostname" }
       if (held._tag === "WindingDown") {

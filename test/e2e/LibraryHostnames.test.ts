@@ -88,12 +88,12 @@ describe("the worker library in hostname-aware mode", () => {
 
   it("calls from an instance go through the caller's hostname with its env in Pinboard-Caller", async () => {
     for (const [hostname, worker] of [
-      ["a.example", () => la.id],
-      ["s.example", () => ls.id]
+      ["a.example", la.id],
+      ["s.example", ls.id]
     ] as const) {
       const id = uid("c")
       const answer = ok<{ worker: string; id: string; depth: number; caller: string }>(await via(hostname, id, "/chain?to=2", "POST"))
-      expect(answer).toEqual({ worker: worker(), id: `${id}.2`, depth: 2, caller: `${NS}/${id}.1` })
+      expect(answer).toEqual({ worker, id: `${id}.2`, depth: 2, caller: `${NS}/${id}.1` })
     }
   })
 

@@ -86,11 +86,12 @@ local function resolveForHostname(env, namespace, id, mk, rk, pkey, rest)
   local binding = redis.call("HMGET", T .. ":b:" .. hostname .. "|" .. namespace, "env", "disp")
   if not binding[1] then return "unknown" end
   if binding[1] ~= env then return "rebound\n" .. binding[1] end
-  local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd")
+  local row = redis.call("HMGET", pkey, "worker", "inc", "epoch", "wd", "host")
   if row[1] then
     local owner = redis.call("HMGET", T .. ":w:" .. row[1], "inc", "lease", "url", "ns")
     if rowLive(owner, row[2], row[4]) then
-      if servesHostname(owner[4], env, namespace, hostname) then
+      -- Placed through this hostname: its owner (this incarnation) is registered for it, no JSON to read.
+      if row[5] == hostname or servesHostname(owner[4], env, namespace, hostname) then
         return "placed\n" .. row[1] .. "\n" .. owner[3] .. "\n" .. row[3] .. "\n0"
       end
       if takeover == "deny" then return "held" end
