@@ -22,7 +22,7 @@ import { readCaller, type Caller } from "./steps/Attestation.js"
 import { checkCallerScope } from "./steps/CallerScope.js"
 import { admitByRule, type Principal } from "./steps/DataPlaneRule.js"
 import { depthOf } from "./steps/Depth.js"
-import { bindingOf, type Binding } from "./steps/HostnameBinding.js"
+import { bindingOf } from "./steps/HostnameBinding.js"
 import { readAddress } from "./steps/Id.js"
 
 interface Admitted {
@@ -30,7 +30,8 @@ interface Admitted {
   readonly caller: Caller | undefined
   readonly depth: number
   readonly principal: Principal | undefined
-  readonly binding: Binding
+  /** `""` outside hostname-aware mode. */
+  readonly hostname: string
 }
 
 const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote, hostnameAware: boolean) =>
@@ -41,16 +42,17 @@ const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote,
     const caller = yield* readCaller(headers)
     const depth = yield* depthOf(caller)
     const admission = yield* admitByRule(address.namespace, headers, caller)
-    const binding = yield* bindingOf(headers, hostnameAware)
+    const hostname = yield* bindingOf(headers, hostnameAware)
     yield* checkCallerScope(admission, caller)
-    return { address, caller, depth, principal: admission.principal, binding } satisfies Admitted
+    return { address, caller, depth, principal: admission.principal, hostname } satisfies Admitted
   })
 
 const resolveRequestOf = (admitted: Admitted, affinity: string) => ({
-  env: admitted.binding.env,
+  // In hostname-aware mode the registry finds the env from the (hostname, namespace) binding.
+  env: "",
   namespace: admitted.address.namespace,
   id: admitted.address.id,
-  hostname: admitted.binding.hostname,
+  hostname: admitted.hostname,
   caller: admitted.caller?.worker,
   affinity,
   excluded: []
@@ -84,7 +86,7 @@ const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (ou
             depth: admitted.depth,
             principal: admitted.principal,
             caller,
-            ...(admitted.binding.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.binding.hostname } })
+            ...(admitted.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.hostname } })
           })
         }),
         sendBy,

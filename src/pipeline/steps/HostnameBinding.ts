@@ -2,19 +2,14 @@
 // request belongs to. In hostname-aware mode the `Host` header names it, lowercased and with
 // the port stripped; none is `400 missing Host header`. The env is the (hostname, namespace)
 // binding's, which the registry finds at resolve (an unbound pair: `404 unknown namespace`).
-// Outside hostname-aware mode every request has the empty hostname and env.
+// Outside hostname-aware mode every request has the empty hostname.
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
 import { MissingHost } from "../../Errors.js"
 
-export interface Binding {
-  readonly hostname: string
-  readonly env: string
-}
-
 export type BindingError = MissingHost
 
-const unbound: Effect.Effect<Binding> = Effect.succeed({ hostname: "", env: "" })
+const noHostname: Effect.Effect<string> = Effect.succeed("")
 
 /** The hostname a `Host` value names: lowercased, without its port; undefined when empty. */
 export const hostnameOf = (host: string | undefined): string | undefined => {
@@ -24,8 +19,9 @@ export const hostnameOf = (host: string | undefined): string | undefined => {
   return name === "" ? undefined : name
 }
 
-export const bindingOf = (headers: IncomingHttpHeaders, hostnameAware: boolean): Effect.Effect<Binding, BindingError> => {
-  if (!hostnameAware) return unbound
+/** The request's hostname: `""` outside hostname-aware mode. */
+export const bindingOf = (headers: IncomingHttpHeaders, hostnameAware: boolean): Effect.Effect<string, BindingError> => {
+  if (!hostnameAware) return noHostname
   const hostname = hostnameOf(headers.host)
-  return hostname === undefined ? new MissingHost() : Effect.succeed({ hostname, env: "" })
+  return hostname === undefined ? new MissingHost() : Effect.succeed(hostname)
 }
