@@ -22,9 +22,16 @@ export interface Proc extends Spawned {
 const KEPT_LINES = 200
 const running = new Set<Proc>()
 
-/** Spawns `node script ...args` (taskset'ed to `core`, if given); the last lines of its output are kept. */
-export const spawnNode = (name: string, core: number | undefined, script: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env): Proc => {
-  const [command, argv] = pinned(core, process.execPath, [script, ...args])
+/** Spawns `node ...nodeFlags script ...args` (taskset'ed to `core`, if given); the last lines of its output are kept. */
+export const spawnNode = (
+  name: string,
+  core: number | undefined,
+  script: string,
+  args: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv = process.env,
+  nodeFlags: ReadonlyArray<string> = []
+): Proc => {
+  const [command, argv] = pinned(core, process.execPath, [...nodeFlags, script, ...args])
   const proc: Proc = Object.assign(spawnProcess(command, argv, { env }, { name, keptLines: KEPT_LINES }), { name })
   running.add(proc)
   void proc.exited.then(() => running.delete(proc))

@@ -130,7 +130,11 @@ export interface PinboardProc {
 }
 
 /** Starts `dist/main.js` on SERVER_CORE on a free port, with `env` naming its Redis; does not wait for it. */
-export const startPinboard = async (name: string, env: Readonly<Record<string, string>>): Promise<PinboardProc> => {
+export const startPinboard = async (
+  name: string,
+  env: Readonly<Record<string, string>>,
+  nodeFlags: ReadonlyArray<string> = []
+): Promise<PinboardProc> => {
   const port = await freePort()
   const proc = spawnNode(name, SERVER_CORE, MAIN, [], {
     ...process.env,
@@ -139,7 +143,7 @@ export const startPinboard = async (name: string, env: Readonly<Record<string, s
     PINBOARD_PORT: String(port),
     PINBOARD_HOST: "127.0.0.1",
     PINBOARD_LEASE_MS: String(LEASE_MS)
-  })
+  }, nodeFlags)
   return { proc, origin: `http://127.0.0.1:${port}` }
 }
 

@@ -25,9 +25,33 @@ const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toStrin
 
 export type AttestationSigner = (claims: AttestationClaims, nowMs: number) => string
 
+/** How many tokens of one second are kept at most (see makeAttestationSigner). */
+const MAX_KEPT = 10_000
+
+/**
+ * Tokens carry whole seconds (`iat`), so every forward of one placement within one second,
+ * without a principal, caller or hostname, gets the same token: it is signed once and kept
+ * until the second is over. Others are signed each time.
+ */
 export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner => {
   const key = createSecretKey(keyBytes)
-  return (claims, nowMs) => signWith(key, claims, nowMs)
+  let keptSecond = -1
+  const kept = new Map<string, string>()
+  return (claims, nowMs) => {
+    if (claims.principal !== undefined || claims.caller !== undefined || claims.hostname !== undefined) return signWith(key, claims, nowMs)
+    const second = Math.floor(nowMs / 1000)
+    if (second !== keptSecond) {
+      keptSecond = second
+      kept.clear()
+    }
+    const placement = `${claims.worker}\n${claims.namespace}\n${claims.id}\n${claims.epoch}\n${claims.depth}`
+    let token = kept.get(placement)
+    if (token === undefined) {
+      token = signWith(key, claims, nowMs)
+      if (kept.size < MAX_KEPT) kept.set(placement, token)
+    }
+    return token
+  }
 }
 
 const signWith = (key: ReturnType<typeof createSecretKey>, claims: AttestationClaims, nowMs: number): string => {

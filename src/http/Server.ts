@@ -3,17 +3,15 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
-import { Cause, Effect, Layer, Runtime } from "effect"
+import { Cause, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { Auth } from "../auth/Auth.js"
 import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
-import { handleInstanceRequest, handleUpgrade } from "../pipeline/Pipeline.js"
+import { makeInstancePipeline } from "../pipeline/Pipeline.js"
 import { exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { InflightCap } from "../pipeline/steps/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
-import type { Deadlines } from "../proxy/Deadlines.js"
-import type { Upstream } from "../proxy/Upstream.js"
 import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { healthz, readyz } from "./Probes.js"
@@ -40,11 +38,15 @@ const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>
 
 /**
  * Every error in a handler's channel carries its catalogue reply; anything else is a
- * defect, logged and answered `500 internal error`.
+ * defect, logged and answered `500 internal error`. One catch, so that a request that
+ * succeeds pays for one frame and one closure.
  */
-const answering =
-  (write: (reply: Reply) => void, note: ExchangeNote | undefined) =>
-  <E extends { readonly reply: Reply }, R>(handler: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> => {
+const answering = <E extends { readonly reply: Reply }, R>(
+  handler: Effect.Effect<void, E, R>,
+  write: (reply: Reply) => void,
+  note: ExchangeNote | undefined
+): Effect.Effect<void, never, R> =>
+  Effect.catchAllCause(handler, (cause) => {
     const answer = (tag: string, reply: Reply) => {
       if (note !== undefined) {
         note.error = tag
@@ -52,15 +54,14 @@ const answering =
       }
       write(reply)
     }
-    return handler.pipe(
-      Effect.catchAll((error) => Effect.sync(() => answer((error as { readonly _tag?: string })._tag ?? "Error", error.reply))),
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.void
-          : Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => answer("InternalError", internalError)))
-      )
-    )
-  }
+    const failure = Cause.failureOption(cause)
+    if (Option.isSome(failure)) {
+      const error = failure.value
+      return Effect.sync(() => answer((error as { readonly _tag?: string })._tag ?? "Error", error.reply))
+    }
+    if (Cause.isInterruptedOnly(cause)) return Effect.void
+    return Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => answer("InternalError", internalError)))
+  })
 
 /** `note`, if given, learns the catalogue error answered and its status. */
 export const respond = <E extends { readonly reply: Reply }, R>(
@@ -68,11 +69,11 @@ export const respond = <E extends { readonly reply: Reply }, R>(
   res: ServerResponse,
   handler: Effect.Effect<void, E, R>,
   note?: ExchangeNote
-) => answering((reply) => writeReply(req, res, reply), note)(handler)
+) => answering(handler, (reply) => writeReply(req, res, reply), note)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */
 export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>, note?: ExchangeNote) =>
-  answering((reply) => writeBareStatus(socket, reply), note)(handler)
+  answering(handler, (reply) => writeBareStatus(socket, reply), note)
 
 /** What the client got: the status sent, or 499 (nginx's "client closed request") when nothing was. */
 const CLIENT_CLOSED = 499
@@ -80,8 +81,9 @@ const CLIENT_CLOSED = 499
 export const ServerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const runtime = yield* Effect.runtime<Registry | AppConfig | Auth | Upstream | InflightCap | Deadlines>()
+    const runtime = yield* Effect.runtime<Registry | Auth | AppConfig>()
     const run = Runtime.runFork(runtime)
+    const pipeline = yield* makeInstancePipeline
     let shuttingDown = false
     const tunnels: TunnelSet = new Set()
     const metrics = yield* Metrics
@@ -90,18 +92,18 @@ export const ServerLive = Layer.scopedDiscard(
     const observer = exchangeObserver(metrics, config.log.access)
 
     const instance = (req: IncomingMessage, res: ServerResponse) => {
-      if (observer.idle) return respond(req, res, handleInstanceRequest(req, res))
-      const startedAt = performance.now()
       const note: ExchangeNote = {}
+      if (observer.idle) return respond(req, res, pipeline.request(req, res, note))
+      const startedAt = performance.now()
       res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
-      return respond(req, res, handleInstanceRequest(req, res, note), note)
+      return respond(req, res, pipeline.request(req, res, note), note)
     }
 
     const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (observer.idle) return respondBare(socket, handleUpgrade(req, socket, head, tunnels))
-      const startedAt = performance.now()
       const note: ExchangeNote = {}
-      return respondBare(socket, handleUpgrade(req, socket, head, tunnels, note), note).pipe(
+      if (observer.idle) return respondBare(socket, pipeline.upgrade(req, socket, head, tunnels, note))
+      const startedAt = performance.now()
+      return respondBare(socket, pipeline.upgrade(req, socket, head, tunnels, note), note).pipe(
         Effect.ensuring(Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
       )
     }

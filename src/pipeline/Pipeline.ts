@@ -2,28 +2,33 @@
 //   id, attestation, depth, data-plane rule, hostname binding, caller scope,
 //   resolve, inflight cap, forward.
 // The first six admit the request; Deliver.ts runs the last three with their retries, over
-// HTTP (Forward.ts) or a WebSocket tunnel (Tunnel.ts).
+// HTTP (Forward.ts) or a WebSocket tunnel (Tunnel.ts). The pipeline is made once per
+// process from its services, so that a request pays for none of that.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Effect } from "effect"
-import type { Address } from "../Address.js"
+import type { Address, AddressError } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
-import { Auth } from "../auth/Auth.js"
-import { relayBody, sendRequest } from "../proxy/Forward.js"
-import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
-import { targetOf } from "../proxy/Target.js"
-import type { Outbound } from "../proxy/Exchange.js"
+import { Auth, type AuthService } from "../auth/Auth.js"
 import type { ExchangeNote } from "../observe/Exchange.js"
+import { makeForwardContext, type Outbound } from "../proxy/Exchange.js"
+import { sendRequest } from "../proxy/Forward.js"
+import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
+import { Deadlines } from "../proxy/Deadlines.js"
+import { targetOf } from "../proxy/Target.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
-import type { Placement } from "../registry/Registry.js"
+import { Upstream } from "../proxy/Upstream.js"
+import { Registry, type Placement, type ResolveRequest } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
-import { deliver, type Transport } from "./Deliver.js"
-import { readCaller, type Caller } from "./steps/Attestation.js"
+import { makeDeliver, type DeliverError } from "./Deliver.js"
+import { readCaller, type AttestationError, type Caller } from "./steps/Attestation.js"
 import { checkCallerScope } from "./steps/CallerScope.js"
-import { admitByRule, type Principal } from "./steps/DataPlaneRule.js"
+import { admitByRule, type Principal, type RuleError } from "./steps/DataPlaneRule.js"
 import { depthOf } from "./steps/Depth.js"
-import { bindingOf } from "./steps/HostnameBinding.js"
+import { bindingOf, type BindingError } from "./steps/HostnameBinding.js"
 import { readAddress } from "./steps/Id.js"
+import { InflightCap } from "./steps/InflightCap.js"
+import type { DepthExceeded, InsufficientScope } from "../Errors.js"
 
 interface Admitted {
   readonly address: Address
@@ -34,20 +39,35 @@ interface Admitted {
   readonly hostname: string
 }
 
-const admit = (rawUrl: string, headers: IncomingHttpHeaders, note: ExchangeNote, hostnameAware: boolean) =>
-  Effect.gen(function* () {
-    const address = yield* readAddress(rawUrl)
+type AdmitError = AddressError | AttestationError | DepthExceeded | RuleError | BindingError | InsufficientScope
+
+export type InstanceError = AdmitError | DeliverError
+
+/** What an instance request needs from the context: the steps that read credentials and placements. */
+export type InstanceRequirements = Auth | Registry
+
+/** The first six steps, in the seed's order; `note` learns the namespace and id. */
+const admit = (
+  rawUrl: string,
+  headers: IncomingHttpHeaders,
+  note: ExchangeNote,
+  hostnameAware: boolean
+): Effect.Effect<Admitted, AdmitError, InstanceRequirements> =>
+  Effect.flatMap(readAddress(rawUrl), (address) => {
     note.namespace = address.namespace
     note.id = address.id
-    const caller = yield* readCaller(headers)
-    const depth = yield* depthOf(caller)
-    const admission = yield* admitByRule(address.namespace, headers, caller)
-    const hostname = yield* bindingOf(headers, hostnameAware)
-    yield* checkCallerScope(admission, caller)
-    return { address, caller, depth, principal: admission.principal, hostname } satisfies Admitted
+    return Effect.flatMap(readCaller(headers), (caller) =>
+      Effect.flatMap(depthOf(caller), (depth) =>
+        Effect.flatMap(admitByRule(address.namespace, headers, caller), (admission) =>
+          Effect.flatMap(bindingOf(headers, hostnameAware), (hostname) =>
+            Effect.as(checkCallerScope(admission, caller), { address, caller, depth, principal: admission.principal, hostname })
+          )
+        )
+      )
+    )
   })
 
-const resolveRequestOf = (admitted: Admitted, affinity: string) => ({
+const resolveRequestOf = (admitted: Admitted, affinity: string): ResolveRequest => ({
   // In hostname-aware mode the registry finds the env from the (hostname, namespace) binding.
   env: "",
   namespace: admitted.address.namespace,
@@ -62,60 +82,87 @@ const resolveRequestOf = (admitted: Admitted, affinity: string) => ({
 const hasBody = (headers: IncomingHttpHeaders): boolean =>
   headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
 
-/** Admits the request, then delivers it over the transport made for it. */
-const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (outboundOf: OutboundOf) => Transport<Sent>) =>
+/** Where and what to send for a placement: the worker's target and the forwarded headers. */
+const outboundOf = (
+  auth: AuthService,
+  req: IncomingMessage,
+  admitted: Admitted,
+  note: ExchangeNote,
+  placement: Placement,
+  sendBy: number,
+  settled: () => void
+): Outbound => {
+  note.worker = placement.worker
+  note.epoch = placement.epoch
+  const { address, caller } = admitted
+  const target = targetOf(placement.advertiseUrl, address)
+  return {
+    origin: target.origin,
+    path: target.path,
+    headers: forwardRequestHeaders(req.headers, {
+      epoch: placement.epoch,
+      peer: peerAddress(req.socket.remoteAddress),
+      attestation: auth.attest({
+        worker: placement.worker,
+        namespace: address.namespace,
+        id: address.id,
+        epoch: placement.epoch,
+        depth: admitted.depth,
+        principal: admitted.principal,
+        caller: caller === undefined ? undefined : `${caller.namespace}/${caller.id}`,
+        ...(admitted.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.hostname } })
+      })
+    }),
+    sendBy,
+    settled
+  }
+}
+
+export interface InstancePipeline {
+  /** `note` learns the namespace, id, worker and epoch as the pipeline does (metrics, access log). */
+  readonly request: (req: IncomingMessage, res: ServerResponse, note: ExchangeNote) => Effect.Effect<void, InstanceError, InstanceRequirements>
+  readonly upgrade: (
+    req: IncomingMessage,
+    client: Duplex,
+    head: Buffer,
+    tunnels: TunnelSet,
+    note: ExchangeNote
+  ) => Effect.Effect<void, InstanceError, InstanceRequirements>
+}
+
+/** The body of an HTTP forward streams on by itself once the headers are relayed. */
+const bodyStreamsOn = () => Effect.void
+
+export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppConfig | Auth | Registry | InflightCap | Upstream | Deadlines> =
   Effect.gen(function* () {
     const config = yield* AppConfig
     const auth = yield* Auth
-    const admitted = yield* admit(req.url ?? "/", req.headers, note, config.hostnameAware)
-    const peer = peerAddress(req.socket.remoteAddress)
-    const caller = admitted.caller === undefined ? undefined : `${admitted.caller.namespace}/${admitted.caller.id}`
-    const outboundOf: OutboundOf = (placement, sendBy, settled) => {
-      note.worker = placement.worker
-      note.epoch = placement.epoch
-      return {
-        ...targetOf(placement.advertiseUrl, admitted.address),
-        headers: forwardRequestHeaders(req.headers, {
-          epoch: placement.epoch,
-          peer,
-          attestation: auth.attest({
-            worker: placement.worker,
-            namespace: admitted.address.namespace,
-            id: admitted.address.id,
-            epoch: placement.epoch,
-            depth: admitted.depth,
-            principal: admitted.principal,
-            caller,
-            ...(admitted.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.hostname } })
+    const forward = yield* makeForwardContext(yield* Upstream, yield* Deadlines, config.forwards.timeoutMs)
+    const deliver = makeDeliver(yield* Registry, yield* InflightCap, forward.now)
+    const { hostnameAware } = config
+    const affinityKey = config.affinity.key
+
+    return {
+      request: (req, res, note) =>
+        Effect.flatMap(admit(req.url ?? "/", req.headers, note, hostnameAware), (admitted) => {
+          const withBody = hasBody(req.headers)
+          return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
+            canRePlace: !withBody,
+            send: (placement, sendBy, settled) =>
+              sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled), withBody),
+            finish: bodyStreamsOn
           })
         }),
-        sendBy,
-        headersTimeoutMs: config.forwards.timeoutMs,
-        settled
-      }
+      upgrade: (req, client, head, tunnels, note) =>
+        Effect.flatMap(admit(req.url ?? "/", req.headers, note, hostnameAware), (admitted) =>
+          deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
+            canRePlace: true,
+            send: (placement, sendBy, settled) => sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled)),
+            finish: (exchange) => {
+              note.status = exchange.statusCode
+              return openTunnel(exchange, client, head, tunnels)
+            }
+          })
+        )
     }
-    yield* deliver(resolveRequestOf(admitted, affinityOf(req, config.affinity.key)), transportFor(outboundOf))
   })
-
-/** Where and what to send for a placement: the worker's target, the forwarded headers, the limits. */
-type OutboundOf = (placement: Placement, sendBy: number, settled: () => void) => Outbound
-
-/** `note` learns the namespace, id, worker and epoch as the pipeline does (metrics, access log). */
-export const handleInstanceRequest = (req: IncomingMessage, res: ServerResponse, note: ExchangeNote = {}) => {
-  const withBody = hasBody(req.headers)
-  return route(req, note, (outboundOf) => ({
-    canRePlace: !withBody,
-    send: (placement, sendBy, settled) => sendRequest(req, res, outboundOf(placement, sendBy, settled), withBody),
-    finish: relayBody
-  }))
-}
-
-export const handleUpgrade = (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet, note: ExchangeNote = {}) =>
-  route(req, note, (outboundOf) => ({
-    canRePlace: true,
-    send: (placement, sendBy, settled) => sendUpgrade(req, client, outboundOf(placement, sendBy, settled)),
-    finish: (exchange) => {
-      note.status = exchange.statusCode
-      return openTunnel(exchange, client, head, tunnels)
-    }
-  }))

@@ -2,13 +2,14 @@
 // moves through phases under the seed's limits, and an Effect that waits for a phase (or
 // the exchange's end). The limits run on Deadlines, so a TestClock drives them.
 import type { OutgoingHttpHeaders } from "node:http"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { BadGateway, ClientAborted, UpstreamTimeout } from "../Errors.js"
+import { forwardLimits, type ForwardLimits } from "../pipeline/Policies.js"
 import type { DeadlinesService, Timer } from "./Deadlines.js"
 import { isRefusal } from "./Headers.js"
-import { BODY_IDLE_MS, CONNECT_TIMEOUT_MS } from "./Limits.js"
 import { ConnectFailed, Refused, StaleResolve } from "./Signals.js"
+import type { UpstreamClient } from "./Upstream.js"
 
 export const enum Phase {
   Connecting,
@@ -20,7 +21,7 @@ export const enum Phase {
   Done
 }
 
-/** What to send to a worker, and under which limits. */
+/** What to send to a worker. */
 export interface Outbound {
   readonly origin: string
   /** The worker's path prefix plus the raw path and query. */
@@ -28,22 +29,26 @@ export interface Outbound {
   readonly headers: OutgoingHttpHeaders
   /** Clock time after which the request is reported stale instead of sent; Infinity: never. */
   readonly sendBy: number
-  readonly headersTimeoutMs: number
   /** Called once, when the worker's headers are in or the send has ended without them. */
   readonly settled: () => void
 }
 
-export interface ExchangeOptions {
-  /** Clock time after which the request is abandoned as stale, not sent; Infinity: never. */
-  readonly sendBy: number
-  readonly hasBody: boolean
-  readonly headersTimeoutMs: number
+/** What every exchange of the process shares, made once: the client, the timers, the Clock, the limits. */
+export interface ForwardContext {
+  readonly upstream: UpstreamClient
   readonly deadlines: DeadlinesService
   /** The Clock's time, so a TestClock drives the stale check. */
   readonly now: () => number
-  /** Called once, when the worker's headers are in or the exchange has ended without them. */
-  readonly settled: () => void
+  readonly limits: ForwardLimits
 }
+
+export const makeForwardContext = (upstream: UpstreamClient, deadlines: DeadlinesService, headersTimeoutMs: number): Effect.Effect<ForwardContext> =>
+  Effect.map(Effect.clock, (clock: Clock.Clock) => ({
+    upstream,
+    deadlines,
+    now: () => clock.unsafeCurrentTimeMillis(),
+    limits: forwardLimits(headersTimeoutMs)
+  }))
 
 export type Limit = "connect" | "headers" | "idle"
 
@@ -62,9 +67,13 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   private wake: (() => void) | undefined
   private unsettled = true
 
-  constructor(protected readonly options: ExchangeOptions) {
-    this.timer = options.deadlines.timer(() => this.expire())
-    this.timer.start(CONNECT_TIMEOUT_MS)
+  constructor(
+    protected readonly forward: ForwardContext,
+    private readonly outbound: Outbound,
+    private readonly hasBody: boolean
+  ) {
+    this.timer = forward.deadlines.timer(() => this.expire())
+    this.timer.start(forward.limits.connectMs)
   }
 
   protected advance(phase: Phase): void {
@@ -75,7 +84,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   private settle(): void {
     if (this.unsettled) {
       this.unsettled = false
-      this.options.settled()
+      this.outbound.settled()
     }
   }
 
@@ -111,21 +120,19 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
 
   /** The whole request body has gone out: the wait for headers starts. */
   bodySent(): void {
-    if (this.phase < Phase.Headers) this.startLimit("headers", this.options.headersTimeoutMs)
+    if (this.phase < Phase.Headers) this.startLimit("headers", this.forward.limits.headersMs)
     this.advance(Phase.Sent)
   }
 
-  /** Resumes once the phase is reached or the exchange has failed. */
-  waitFor(phase: Phase): Effect.Effect<void> {
-    return Effect.async<void>((resume) => {
-      if (this.phase >= phase || this.failure !== undefined) return resume(Effect.void)
-      this.wake = () => {
-        if (this.phase >= phase || this.failure !== undefined) {
-          this.wake = undefined
-          resume(Effect.void)
-        }
+  /** Calls `then` once, when the worker's headers are in or the exchange has failed (at once if so already). */
+  whenHeadersOrFailed(then: () => void): void {
+    if (this.phase >= Phase.Headers || this.failure !== undefined) return then()
+    this.wake = () => {
+      if (this.phase >= Phase.Headers || this.failure !== undefined) {
+        this.wake = undefined
+        then()
       }
-    })
+    }
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -135,13 +142,13 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
       controller.abort(new Error("abandoned"))
       return
     }
-    if (this.options.now() > this.options.sendBy) {
+    if (this.forward.now() > this.outbound.sendBy) {
       this.stale = true
       controller.abort(new Error("stale resolve"))
       return
     }
     this.timer.cancel()
-    if (this.options.hasBody) this.advance(Phase.Sending)
+    if (this.hasBody) this.advance(Phase.Sending)
     else this.bodySent()
   }
 
@@ -154,7 +161,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     this.refused = isRefusal(statusCode, headers)
     this.headersIn()
     // A refusal's body is read and dropped, under the idle limit like any body.
-    if (this.refused) this.startLimit("idle", BODY_IDLE_MS)
+    if (this.refused) this.startLimit("idle", this.forward.limits.bodyIdleMs)
     else this.answered(statusCode, headers)
   }
 
@@ -191,15 +198,17 @@ export type SendError = ConnectFailed | StaleResolve | Refused | UpstreamTimeout
 
 /**
  * Waits for the worker's headers (a refusal fails as such), or says why there are none: a failure before the
- * request went out is a connect failure (seed "Limits": connect 5 s; header wait).
+ * request went out is a connect failure (seed "Limits": connect 5 s; header wait). Succeeds with the exchange.
  */
-export const awaitHeaders = (exchange: Exchange, clientGone: () => boolean): Effect.Effect<void, SendError> =>
-  Effect.flatMap(exchange.waitFor(Phase.Headers), (): Effect.Effect<void, SendError> => {
-    if (exchange.phase >= Phase.Headers) return exchange.refused ? new Refused() : Effect.void
-    if (exchange.stale) return new StaleResolve()
-    if (exchange.phase === Phase.Connecting) {
-      return new ConnectFailed({ cause: exchange.expired === "connect" ? "connect timeout" : exchange.failure })
-    }
-    if (exchange.expired === "headers") return new UpstreamTimeout()
-    return clientGone() ? new ClientAborted() : new BadGateway({ cause: exchange.failure })
-  })
+export const awaitHeaders = <X extends Exchange>(exchange: X, clientGone: () => boolean): Effect.Effect<X, SendError> =>
+  Effect.async<X, SendError>((resume) => exchange.whenHeadersOrFailed(() => resume(headersOutcome(exchange, clientGone))))
+
+const headersOutcome = <X extends Exchange>(exchange: X, clientGone: () => boolean): Effect.Effect<X, SendError> => {
+  if (exchange.phase >= Phase.Headers) return exchange.refused ? new Refused() : Effect.succeed(exchange)
+  if (exchange.stale) return new StaleResolve()
+  if (exchange.phase === Phase.Connecting) {
+    return new ConnectFailed({ cause: exchange.expired === "connect" ? "connect timeout" : exchange.failure })
+  }
+  if (exchange.expired === "headers") return new UpstreamTimeout()
+  return clientGone() ? new ClientAborted() : new BadGateway({ cause: exchange.failure })
+}

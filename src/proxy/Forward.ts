@@ -1,26 +1,24 @@
 // Streams one request to its worker and the response back (seed "Request body", "Response",
-// "Limits"). Two halves, so the inflight cap covers only the wait for headers:
-// `sendRequest` dispatches and waits for the worker's headers, which it relays;
-// `relayBody` streams the body to the client under the body-idle limit.
+// "Limits"). `sendRequest` dispatches and waits for the worker's headers, which it relays;
+// there the request's fiber ends (the inflight cap covers only that wait), and the exchange
+// streams the body to the client by itself, under the body-idle limit.
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
-import { Deadlines } from "./Deadlines.js"
-import { awaitHeaders, Exchange, Phase, type SendError, type ExchangeOptions, type Outbound } from "./Exchange.js"
+import { awaitHeaders, Exchange, Phase, type ForwardContext, type Outbound, type SendError } from "./Exchange.js"
 import { relayResponseHeaders } from "./Headers.js"
-import { BODY_IDLE_MS } from "./Limits.js"
-import { Upstream } from "./Upstream.js"
-
 
 class HttpExchange extends Exchange {
   constructor(
+    forward: ForwardContext,
+    outbound: Outbound,
+    hasBody: boolean,
     private readonly res: ServerResponse,
-    private readonly origin: string | undefined,
-    options: ExchangeOptions
+    private readonly origin: string | undefined
   ) {
-    super(options)
+    super(forward, outbound, hasBody)
   }
 
   protected onFailure(): void {
@@ -30,7 +28,7 @@ class HttpExchange extends Exchange {
   protected answered(statusCode: number, headers: Record<string, string | Array<string>>): void {
     this.res.writeHead(statusCode, relayResponseHeaders(headers, this.origin))
     // The body streams under the idle limit: each chunk (or the client draining) restarts it.
-    this.startLimit("idle", BODY_IDLE_MS)
+    this.startLimit("idle", this.forward.limits.bodyIdleMs)
   }
 
   protected override relay(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -67,46 +65,31 @@ async function* chunksOf(req: IncomingMessage, exchange: Exchange): AsyncGenerat
 
 const clientGone = (req: IncomingMessage, res: ServerResponse): boolean => req.socket.destroyed || res.destroyed
 
-/** Dispatches the request and waits for the worker's headers, which it relays. */
+/** Dispatches the request and waits for the worker's headers, which it relays; the body then streams on. */
 export const sendRequest = (
+  forward: ForwardContext,
   req: IncomingMessage,
   res: ServerResponse,
   outbound: Outbound,
   hasBody: boolean
-): Effect.Effect<HttpExchange, SendError, Upstream | Deadlines> =>
-  Effect.gen(function* () {
-    if (clientGone(req, res)) {
-      outbound.settled()
-      return yield* new ClientAborted()
-    }
-    const upstream = yield* Upstream
-    const deadlines = yield* Deadlines
-    const clock = yield* Effect.clock
-    const exchange = new HttpExchange(res, req.headers.origin, {
-      sendBy: outbound.sendBy,
-      hasBody,
-      headersTimeoutMs: outbound.headersTimeoutMs,
-      deadlines,
-      now: () => clock.unsafeCurrentTimeMillis(),
-      settled: outbound.settled
-    })
-    res.on("close", exchange.onClientClose)
-    upstream.dispatch(
-      {
-        origin: outbound.origin,
-        path: outbound.path,
-        method: req.method ?? "GET",
-        headers: outbound.headers as Record<string, string | Array<string>>,
-        body: hasBody ? bodyOf(req, exchange) : null,
-        headersTimeout: 0,
-        bodyTimeout: 0
-      },
-      exchange
-    )
-    yield* awaitHeaders(exchange, () => clientGone(req, res))
-    return exchange
-  })
-
-/** Streams the rest of the response (the idle limit runs on the exchange). */
-export const relayBody = (exchange: HttpExchange): Effect.Effect<void> => exchange.waitFor(Phase.Done)
-
+): Effect.Effect<HttpExchange, SendError> => {
+  if (clientGone(req, res)) {
+    outbound.settled()
+    return new ClientAborted()
+  }
+  const exchange = new HttpExchange(forward, outbound, hasBody, res, req.headers.origin)
+  res.on("close", exchange.onClientClose)
+  forward.upstream.dispatch(
+    {
+      origin: outbound.origin,
+      path: outbound.path,
+      method: req.method ?? "GET",
+      headers: outbound.headers as Record<string, string | Array<string>>,
+      body: hasBody ? bodyOf(req, exchange) : null,
+      headersTimeout: 0,
+      bodyTimeout: 0
+    },
+    exchange
+  )
+  return awaitHeaders(exchange, () => clientGone(req, res))
+}

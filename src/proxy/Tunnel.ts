@@ -7,10 +7,8 @@ import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
-import { Deadlines } from "./Deadlines.js"
-import { awaitHeaders, Exchange, type Outbound, type SendError } from "./Exchange.js"
-import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
-import { Upstream } from "./Upstream.js"
+import { awaitHeaders, Exchange, type ForwardContext, type Outbound, type SendError } from "./Exchange.js"
+import { TUNNEL_KEEPALIVE_MS } from "../pipeline/Policies.js"
 import { statusLine } from "../http/BareStatus.js"
 
 /** Open tunnels, for graceful shutdown to close once in-flight forwards are done. */
@@ -45,41 +43,30 @@ class UpgradeExchange extends Exchange {
 
 /** Dispatches the upgrade and waits for the worker's answer: a 101 and its socket, or a status. */
 export const sendUpgrade = (
+  forward: ForwardContext,
   req: IncomingMessage,
   client: Duplex,
   outbound: Outbound
-): Effect.Effect<UpgradeExchange, SendError, Upstream | Deadlines> =>
-  Effect.gen(function* () {
-    if (client.destroyed) {
-      outbound.settled()
-      return yield* new ClientAborted()
-    }
-    const upstream = yield* Upstream
-    const deadlines = yield* Deadlines
-    const clock = yield* Effect.clock
-    const exchange = new UpgradeExchange({
-      sendBy: outbound.sendBy,
-      hasBody: false,
-      headersTimeoutMs: outbound.headersTimeoutMs,
-      deadlines,
-      now: () => clock.unsafeCurrentTimeMillis(),
-      settled: outbound.settled
-    })
-    upstream.dispatch(
-      {
-        origin: outbound.origin,
-        path: outbound.path,
-        method: req.method ?? "GET",
-        headers: outbound.headers as Record<string, string | Array<string>>,
-        upgrade: String(req.headers.upgrade ?? "websocket"),
-        headersTimeout: 0,
-        bodyTimeout: 0
-      },
-      exchange
-    )
-    yield* awaitHeaders(exchange, () => client.destroyed)
-    return exchange
-  })
+): Effect.Effect<UpgradeExchange, SendError> => {
+  if (client.destroyed) {
+    outbound.settled()
+    return new ClientAborted()
+  }
+  const exchange = new UpgradeExchange(forward, outbound, false)
+  forward.upstream.dispatch(
+    {
+      origin: outbound.origin,
+      path: outbound.path,
+      method: req.method ?? "GET",
+      headers: outbound.headers as Record<string, string | Array<string>>,
+      upgrade: String(req.headers.upgrade ?? "websocket"),
+      headersTimeout: 0,
+      bodyTimeout: 0
+    },
+    exchange
+  )
+  return awaitHeaders(exchange, () => client.destroyed)
+}
 
 const upgradeHead = (statusCode: number, headers: Record<string, string | Array<string>>): string => {
   let head = `${statusLine(statusCode)}\r\n`

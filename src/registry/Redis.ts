@@ -8,6 +8,7 @@ import keySlot from "cluster-key-slot"
 import { Effect } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
+import { REGISTRY_CALL_TIMEOUT_MS } from "../pipeline/Policies.js"
 import type { FanOut, RegistryBackend } from "./Backend.js"
 import { makeBatcher } from "./Batcher.js"
 import {
@@ -54,12 +55,6 @@ export const defineScripts = (client: RedisClient): void => {
     client.defineCommand(`pinboard_${name}`, { numberOfKeys: 1, lua: `${common}\n${readScript(name)}` })
   }
 }
-
-/**
- * Upper bound on one registry call: Redis slow or unreachable is a 503, never a hang
- * (DESIGN 9). Enforced by the client (`commandTimeout`, no offline queue) in real time.
- */
-export const REGISTRY_CALL_TIMEOUT_MS = 1000
 
 /** Client options that make every failure fast: no queueing while disconnected. */
 export const clientOptions = {

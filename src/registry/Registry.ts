@@ -163,7 +163,7 @@ const REBOUND_RETRY_MS = 1000
 const placedOrRefused = (outcome: ResolveOutcome, env: string): Effect.Effect<Placement, ResolveRefusal> => {
   switch (outcome._tag) {
     case "Placed":
-      return Effect.succeed({ ...outcome, env })
+      return Effect.succeed({ env, worker: outcome.worker, advertiseUrl: outcome.advertiseUrl, epoch: outcome.epoch, isNew: outcome.isNew })
     case "UnknownNamespace":
       return new UnknownNamespace()
     case "ColdStart":
@@ -239,9 +239,9 @@ export const makeRegistry = (
       // knows it and answers Rebound when the env tried is not it; the id's bucket is then asked.
       const pair = request.hostname === "" ? undefined : bindingKey(request.hostname, request.namespace)
       const resolveIn = (env: string) =>
-        Effect.flatMap(now, (at) =>
+        Effect.clockWith((clock) =>
           Effect.flatMap(twoRandomNumbers, (dice) =>
-            backend.resolve(bucket({ ...request, env }), at, {
+            backend.resolve(bucketOf(env, request.namespace, request.id, backend.buckets), clock.unsafeCurrentTimeMillis(), {
               env,
               namespace: request.namespace,
               id: request.id,

@@ -71,4 +71,22 @@ describe("Pinboard-Attestation", () => {
   it("does not verify under another deployment's key", async () => {
     await expect(jwtVerify(sign(base, NOW_MS), attestationKey("another-token"), { currentDate: new Date(NOW_MS) })).rejects.toThrow()
   })
+
+  it("a token kept for the second is the token signed afresh: the same claims, the same iat", async () => {
+    const fresh = makeAttestationSigner(attestationKey(TOKEN))
+    const first = fresh(base, NOW_MS)
+    // Later in the same second: kept; equal to what a signer that never saw it signs.
+    expect(fresh(base, NOW_MS + 800)).toBe(first)
+    expect(makeAttestationSigner(attestationKey(TOKEN))(base, NOW_MS + 800)).toBe(first)
+    // The next second, another epoch, another depth or another worker: another token.
+    const next = fresh(base, NOW_MS + 1_000)
+    expect(next).not.toBe(first)
+    const { payload } = await jwtVerify(next, attestationKey(TOKEN), { currentDate: new Date(NOW_MS + 1_000) })
+    expect(payload.iat).toBe(1_800_000_001)
+    for (const other of [{ ...base, epoch: "18" }, { ...base, depth: 1 }, { ...base, worker: "w2" }, { ...base, id: "t_other" }]) {
+      const token = fresh(other, NOW_MS + 1_000)
+      expect(token).not.toBe(next)
+      expect(token).toBe(makeAttestationSigner(attestationKey(TOKEN))(other, NOW_MS + 1_000))
+    }
+  })
 })

@@ -9,7 +9,7 @@ import { AppConfig } from "../../src/AppConfig.js"
 import { configForTests, type PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
 import { metricsLayer } from "../../src/observe/Metrics.js"
-import { handleInstanceRequest } from "../../src/pipeline/Pipeline.js"
+import { makeInstancePipeline } from "../../src/pipeline/Pipeline.js"
 import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
 import { Deadlines } from "../../src/proxy/Deadlines.js"
 import { Upstream } from "../../src/proxy/Upstream.js"
@@ -62,8 +62,9 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
       Effect.provideService(Registry.Registry, stalling)
     )
     const run = Runtime.runFork(runtime)
+    const pipeline = yield* Effect.provide(makeInstancePipeline, runtime.context)
     const server = http.createServer((req, res) => {
-      run(respond(req, res, handleInstanceRequest(req, res)))
+      run(respond(req, res, pipeline.request(req, res, {})))
     })
     yield* Effect.acquireRelease(
       Effect.async<void>((resume) => {

@@ -2,7 +2,7 @@
 // serves; past MAX_DEPTH it is refused.
 import { Effect } from "effect"
 import { DepthExceeded } from "../../Errors.js"
-import { MAX_DEPTH } from "../../proxy/Limits.js"
+import { MAX_DEPTH } from "../Policies.js"
 import type { Caller } from "./Attestation.js"
 
 const outsideDepth = Effect.succeed(0)

@@ -1,12 +1,14 @@
 // Step 8, inflight cap (DESIGN 9): forwards to one worker awaiting headers, per Pinboard
-// process, at most `forwards.maxInflight`. The forward gives its slot back itself, the
-// moment the worker's headers are in or the exchange ends (no Effect finalizer per request).
+// process, at most `forwards.maxInflight`; one more is `503 worker at capacity, retry`. The
+// forward gives its slot back itself, the moment the worker's headers are in or the exchange
+// ends (no Effect finalizer per request: bench/effectCosts.ts).
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../AppConfig.js"
+import { WorkerAtCapacity } from "../../Errors.js"
 
 export interface InflightCapService {
-  /** Takes a slot for the worker; false when all are taken. The taker gives it back with `release`. */
-  readonly tryAcquire: (worker: string) => boolean
+  /** Takes a slot for the worker, or fails when all are taken. The taker gives it back with `release`. */
+  readonly take: (worker: string) => Effect.Effect<void, WorkerAtCapacity>
   readonly release: (worker: string) => void
   /** Slots taken now, per worker (for the metrics). */
   readonly snapshot: () => Iterable<readonly [string, number]>
@@ -15,11 +17,11 @@ export interface InflightCapService {
 export const makeInflightCap = (maxInflight: number): InflightCapService => {
   const inflight = new Map<string, number>()
   return {
-    tryAcquire: (worker) => {
+    take: (worker) => {
       const taken = inflight.get(worker) ?? 0
-      if (taken >= maxInflight) return false
+      if (taken >= maxInflight) return new WorkerAtCapacity()
       inflight.set(worker, taken + 1)
-      return true
+      return Effect.void
     },
     release: (worker) => {
       const taken = inflight.get(worker) ?? 0

@@ -1,0 +1,109 @@
+// What an Effect construct costs on the request path, per request, measured: one fiber per
+// "request" that suspends twice (as a forward does: the resolve, then the worker's headers),
+// with and without the construct around it. The figures are the basis of the comments in
+// src/pipeline/Policies.ts and src/proxy/Deadlines.ts, and of docs/proxy.md "What a request costs".
+//
+//   npm run bench:effect                  every construct, 200,000 fibers each, 5 rounds
+//   npm run bench:effect -- --fibers=50000 --rounds=3
+//
+// Each round runs every variant once (the order rotated every round) in batches of 128
+// concurrent fibers, the suspensions resumed from setImmediate as I/O would. Prints, per
+// variant, the median over rounds of µs per fiber and the extra µs over the baseline.
+import { Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
+import { RE_RESOLVE, REFUSAL_RE_PLACE } from "../src/pipeline/Policies.js"
+import { makeDeadlines, type DeadlinesService } from "../src/proxy/Deadlines.js"
+import { StaleResolve } from "../src/proxy/Signals.js"
+
+const argv = process.argv.slice(2)
+const numberArg = (name: string, fallback: number): number => {
+  const raw = argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
+  const value = raw === undefined ? fallback : Number(raw)
+  if (!(value > 0)) throw new Error(`--${name}= expects a positive number`)
+  return value
+}
+const FIBERS = Math.round(numberArg("fibers", 200_000))
+const ROUNDS = Math.round(numberArg("rounds", 5))
+const CONCURRENT = 128
+
+/** A suspension resumed from the event loop, as a socket or Redis reply would resume it. */
+const io: Effect.Effect<number> = Effect.async<number>((resume) => {
+  setImmediate(() => resume(Effect.succeed(1)))
+})
+
+/** Two suspensions: the shape of one forward (resolve, then headers). */
+const request: Effect.Effect<number, StaleResolve> = Effect.flatMap(io, () => io)
+
+type Variant = { readonly name: string; readonly make: (deadlines: DeadlinesService) => () => Effect.Effect<unknown, unknown> }
+
+const VARIANTS: ReadonlyArray<Variant> = [
+  { name: "baseline: one fiber, two suspensions", make: () => () => request },
+  { name: "+ Effect.gen around it (3 yields)", make: () => () => Effect.gen(function* () {
+    const a = yield* io
+    const b = yield* io
+    return a + b + (yield* Effect.succeed(0))
+  }) },
+  { name: "+ Effect.retry(RE_RESOLVE), no retry", make: () => () => Effect.retry(request, RE_RESOLVE) },
+  { name: "+ Effect.retry(REFUSAL_RE_PLACE), no retry", make: () => () => Effect.retry(request, REFUSAL_RE_PLACE) },
+  { name: "+ both retries, nested", make: () => () => {
+    const inner: Effect.Effect<number, StaleResolve> = Effect.retry(request, RE_RESOLVE)
+    return Effect.retry(inner, REFUSAL_RE_PLACE)
+  } },
+  { name: "+ catchTag recursion (the hand-written retry)", make: () => () => Effect.catchTag(request, "StaleResolve", () => request) },
+  { name: "+ Effect.timeout(30 s)", make: () => () => Effect.timeout(request, Duration.seconds(30)) },
+  { name: "+ a Deadlines timer started and cancelled", make: (deadlines) => () => Effect.suspend(() => {
+    const timer = deadlines.timer(() => undefined)
+    timer.start(30_000)
+    return Effect.ensuring(request, Effect.sync(() => timer.cancel()))
+  }) },
+  { name: "+ Effect.acquireRelease-style ensuring (a finalizer)", make: () => () => Effect.ensuring(request, Effect.void) },
+  { name: "+ 10 more flatMaps", make: () => () => {
+    let effect: Effect.Effect<number, StaleResolve> = request
+    for (let i = 0; i < 10; i++) effect = Effect.flatMap(effect, (n) => Effect.succeed(n + 1))
+    return effect
+  } },
+  { name: "+ Schedule.fixed repeat driver, 1 step", make: () => () => Effect.repeat(request, Schedule.recurs(0)) }
+]
+
+const runFork = Runtime.runFork(Runtime.defaultRuntime)
+
+/** µs per fiber for `FIBERS` fibers of `make()`, CONCURRENT at a time. */
+const measure = (make: () => Effect.Effect<unknown, unknown>): Promise<number> =>
+  new Promise((resolve) => {
+    let started = 0
+    let done = 0
+    const t0 = performance.now()
+    const startOne = () => {
+      started++
+      runFork(make()).addObserver((exit) => {
+        if (Exit.isFailure(exit)) throw new Error("a measured fiber failed")
+        done++
+        if (started < FIBERS) startOne()
+        else if (done === FIBERS) resolve(((performance.now() - t0) * 1000) / FIBERS)
+      })
+    }
+    for (let i = 0; i < Math.min(CONCURRENT, FIBERS); i++) startOne()
+  })
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+// In a scope never closed: the timers' fibers live as long as the process.
+const deadlines = await Effect.runPromise(Effect.flatMap(Scope.make(), (scope) => Scope.extend(makeDeadlines, scope)))
+const made = VARIANTS.map((variant) => ({ name: variant.name, make: variant.make(deadlines) }))
+const figures = new Map<string, Array<number>>(made.map((v) => [v.name, []]))
+// Warm-up: every variant once at a tenth of the size.
+for (const variant of made) await measure(variant.make)
+for (let round = 0; round < ROUNDS; round++) {
+  const order = made.map((_, i) => made[(i + round) % made.length]!)
+  for (const variant of order) figures.get(variant.name)!.push(await measure(variant.make))
+}
+const base = median(figures.get(made[0]!.name)!)
+console.log(`${FIBERS.toLocaleString("en-US")} fibers per variant, ${CONCURRENT} at a time, median of ${ROUNDS} rounds (Node ${process.version})`)
+const width = Math.max(...made.map((v) => v.name.length))
+for (const variant of made) {
+  const us = median(figures.get(variant.name)!)
+  console.log(`${variant.name.padEnd(width)}  ${us.toFixed(2).padStart(6)} µs/fiber  ${(us - base >= 0 ? "+" : "") + (us - base).toFixed(2)} µs`)
+}
+process.exit(0)

@@ -1,0 +1,174 @@
+// Where the CPU of one proxied request goes (docs/proxy.md "What a request costs"): Pinboard
+// on Redis under the 64-byte GET load of bench/proxy.ts, profiled with V8's sampling profiler
+// (`--cpu-prof`), its self time summed by where the code comes from.
+//
+//   npm run bench:profile                          32 connections, 5 s after a 1 s warm-up
+//   npm run bench:profile -- --connections=128 --seconds=8
+//   npm run bench:profile -- --floor               the floor of `npm run bench -- --floors` instead
+//                                                  (bench/undiciProxy.ts: undici, one EVALSHA and
+//                                                  one Effect fiber per request), for comparison
+//   npm run bench:profile -- --keep                also keeps the .cpuprofile (path printed),
+//                                                  to open in Chrome DevTools
+//
+// The same layout as bench/proxy.ts: the load generator on core 0; redis-server, the worker
+// and Pinboard on core 1. Pinboard's CPU per request is read from /proc around the window;
+// the profile covers the whole process life, so the warm-up and start-up are in it too
+// (a few per cent of the samples). Prints one table: share of the samples and µs per request
+// for each category, the request count from the load generator.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { killPid } from "../test/support/Processes.js"
+import { startRedisServer } from "../test/support/RedisServer.js"
+import { measureLoad } from "./measure.js"
+import { pinPid, spawnNode, stopAll } from "./processes.js"
+import { table } from "./proxyReport.js"
+import { IDS, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+
+const argv = process.argv.slice(2)
+const numberArg = (name: string, fallback: number): number => {
+  const raw = argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
+  const value = raw === undefined ? fallback : Number(raw)
+  if (!(value > 0)) throw new Error(`--${name}= expects a positive number`)
+  return value
+}
+const CONNECTIONS = Math.round(numberArg("connections", 32))
+const SECONDS = numberArg("seconds", 5)
+const WARMUP_S = numberArg("warmup", 1)
+const KEEP = argv.includes("--keep")
+const FLOOR = argv.includes("--floor")
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: { readonly functionName: string; readonly url: string }
+}
+interface CpuProfile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+const CATEGORIES = [
+  "Node HTTP and sockets",
+  "undici",
+  "ioredis",
+  "Effect runtime",
+  "GC",
+  "Pinboard's own code",
+  "other JS (node internals, deps)",
+  "native, unattributed",
+  "idle"
+] as const
+type Category = (typeof CATEGORIES)[number]
+
+const NODE_IO = /^node:(_http|http|net|stream|internal\/(http|streams|stream_base|net|js_stream|dns|tls|timers|process\/task_queues|async_hooks))/
+
+/** Which category a sampled frame's self time belongs to, by where its code comes from. */
+const categoryOf = ({ functionName, url }: ProfileNode["callFrame"]): Category => {
+  if (functionName === "(garbage collector)") return "GC"
+  if (functionName === "(idle)") return "idle"
+  if (functionName === "(program)" || url === "") return "native, unattributed"
+  if (url.includes("/node_modules/undici/") || url.startsWith("node:internal/deps/undici")) return "undici"
+  if (/\/node_modules\/(ioredis|redis-parser|denque|cluster-key-slot|standard-as-callback|@ioredis)\//.test(url)) return "ioredis"
+  if (url.includes("/node_modules/effect/")) return "Effect runtime"
+  if (NODE_IO.test(url)) return "Node HTTP and sockets"
+  if (url.includes("/dist/") && !url.includes("/node_modules/")) return "Pinboard's own code"
+  return "other JS (node internals, deps)"
+}
+
+/** Microseconds of self time per category. */
+const summarize = (profile: CpuProfile): Map<Category, number> => {
+  const byNode = new Map(profile.nodes.map((node) => [node.id, categoryOf(node.callFrame)] as const))
+  const total = new Map<Category, number>(CATEGORIES.map((c) => [c, 0]))
+  profile.samples.forEach((id, i) => {
+    const category = byNode.get(id) ?? "native, unattributed"
+    total.set(category, total.get(category)! + (profile.timeDeltas[i] ?? 0))
+  })
+  return total
+}
+
+/** The heaviest functions by self time, for the categories that are Pinboard's and the runtime's. */
+const heaviest = (profile: CpuProfile, count: number): Array<[string, number]> => {
+  const self = new Map<number, number>()
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+  const byFrame = new Map<string, number>()
+  for (const node of profile.nodes) {
+    const micros = self.get(node.id)
+    if (micros === undefined) continue
+    const { functionName, url } = node.callFrame
+    if (functionName.startsWith("(")) continue
+    const where = url.includes("/node_modules/") ? url.replace(/^.*\/node_modules\//, "") : url.replace(/^.*\/dist\//, "dist/")
+    const key = `${functionName || "(anonymous)"}  ${where}`
+    byFrame.set(key, (byFrame.get(key) ?? 0) + micros)
+  }
+  return [...byFrame].sort((a, b) => b[1] - a[1]).slice(0, count)
+}
+
+/** The floor, profiled (it exits on SIGTERM, as Pinboard does, so V8 writes the profile). */
+const startFloor = async (workerOrigin: string, redisPort: number, nodeFlags: ReadonlyArray<string>) => {
+  const proc = spawnNode("undici + EVALSHA + Effect", SERVER_CORE, script("undiciProxy.js"), [workerOrigin, "evalsha-effect", String(redisPort)], process.env, nodeFlags)
+  const port = Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
+  return { proc, origin: `http://127.0.0.1:${port}` }
+}
+
+const profileDir = mkdtempSync(join(tmpdir(), "pinboard-profile-"))
+const redis = await startRedisServer()
+try {
+  pinPid(process.pid, LOAD_CORE)
+  pinPid(redis.pid, SERVER_CORE)
+  const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
+  const workerOrigin = `http://127.0.0.1:${Number((await worker.waitForLine(/^listening (\d+)$/, 10_000))[1])}`
+  const profiling = ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
+  const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : profiling)
+  await waitHealthy(pinboard)
+  const registration = await register(pinboard.origin, workerOrigin)
+  console.log(await waitForPlacements(pinboard.origin))
+  const profiled = FLOOR ? await startFloor(workerOrigin, redis.port, profiling) : pinboard
+  const { result, cpu } = await measureLoad(
+    profiled.proc.name,
+    {
+      kind: "http",
+      origins: [profiled.origin],
+      paths: IDS.map((id) => `${NAMESPACE}/${id}/small`),
+      connections: CONNECTIONS,
+      warmupS: WARMUP_S,
+      seconds: SECONDS
+    },
+    { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] },
+    [worker, profiled.proc]
+  )
+  registration.stop()
+  // SIGTERM: the process exits, and V8 writes the profile on the way out.
+  killPid(profiled.proc.pid, "SIGTERM")
+  await profiled.proc.exited
+  const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"))
+  if (file === undefined) throw new Error(`no profile written in ${profileDir}; ${profiled.proc.name} printed:\n${profiled.proc.lines.join("\n")}`)
+  const profile = JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile
+  const totals = summarize(profile)
+  const busy = [...totals].filter(([c]) => c !== "idle").reduce((sum, [, us]) => sum + us, 0)
+  const cpuPerRequestUs = ((cpu.proxy ?? 0) * 1e6) / result.perSecond
+
+  console.log("")
+  console.log(
+    `64-byte GET, ${CONNECTIONS} connections: ${Math.round(result.perSecond).toLocaleString("en-US")} req/s, p50 ${result.p50.toFixed(2)} ms, ` +
+      `p99 ${result.p99.toFixed(2)} ms; ${profiled.proc.name} ${(cpu.proxy ?? 0).toFixed(2)} of core 1 = ${cpuPerRequestUs.toFixed(0)} µs CPU per request`
+  )
+  console.log(`Self time of the samples (whole process life), and that share of the CPU per request:`)
+  console.log(
+    table(
+      ["where", "share", "µs/request"],
+      CATEGORIES.filter((c) => c !== "idle").map((c) => {
+        const share = totals.get(c)! / busy
+        return [c, `${(share * 100).toFixed(1)}%`, (share * cpuPerRequestUs).toFixed(0)]
+      })
+    )
+  )
+  console.log("")
+  console.log("Heaviest functions by self time:")
+  console.log(table(["function  where", "share"], heaviest(profile, 25).map(([key, us]) => [key, `${((us / busy) * 100).toFixed(1)}%`])))
+  if (KEEP) console.log(`\nprofile kept: ${join(profileDir, file)}`)
+} finally {
+  await stopAll()
+  await redis.stop()
+  if (!KEEP) rmSync(profileDir, { recursive: true, force: true })
+}
