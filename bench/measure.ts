@@ -23,16 +23,30 @@ export interface Measured {
   readonly cpu: CpuShares
 }
 
-/** Runs one load process for `spec`; `label` names it in errors, `alive` must all still run after it. */
-export const measureLoad = async (label: string, spec: LoadSpec, watched: Watched, alive: ReadonlyArray<Proc>): Promise<Measured> => {
+/**
+ * Runs one load process for `spec`; `label` names it in errors, `alive` must all still run after it.
+ * `onWindow` is told when the measured window starts and ends.
+ */
+export const measureLoad = async (
+  label: string,
+  spec: LoadSpec,
+  watched: Watched,
+  alive: ReadonlyArray<Proc>,
+  onWindow: (edge: "start" | "end") => void = () => {}
+): Promise<Measured> => {
   const total = (pids: ReadonlyArray<number>) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0)
   const read = () => ({ proxy: total(watched.proxy), worker: cpuSeconds(watched.worker), redis: total(watched.redis) })
   let before = read()
   let after = before
   const load = spawnNode("load generator", LOAD_CORE, script("load.js"), [JSON.stringify(spec)])
   load.onLine((line) => {
-    if (line === "window start") before = read()
-    else if (line === "window end") after = read()
+    if (line === "window start") {
+      before = read()
+      onWindow("start")
+    } else if (line === "window end") {
+      after = read()
+      onWindow("end")
+    }
   })
   const limit = setTimeout(() => void stop(load), (spec.warmupS + spec.seconds + 30) * 1000)
   const { code } = await load.exited

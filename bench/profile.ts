@@ -11,10 +11,10 @@
 //                                                  to open in Chrome DevTools
 //
 // The same layout as bench/proxy.ts: the load generator on core 0; redis-server, the worker
-// and Pinboard on core 1. Pinboard's CPU per request is read from /proc around the window;
-// the profile covers the whole process life, so the warm-up and start-up are in it too
-// (a few per cent of the samples). Prints one table: share of the samples and µs per request
-// for each category, the request count from the load generator.
+// and Pinboard on core 1. Pinboard's CPU per request is read from /proc around the window,
+// and only the samples taken in that window are counted (V8's profile clock and this
+// process's `process.hrtime` are both the system's monotonic clock). Prints one table: each
+// category's share of the busy samples, and that share of the CPU per request.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -43,6 +43,8 @@ interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string }
 }
 interface CpuProfile {
+  /** µs on the monotonic clock. */
+  readonly startTime: number
   readonly nodes: ReadonlyArray<ProfileNode>
   readonly samples: ReadonlyArray<number>
   readonly timeDeltas: ReadonlyArray<number>
@@ -76,21 +78,39 @@ const categoryOf = ({ functionName, url }: ProfileNode["callFrame"]): Category =
   return "other JS (node internals, deps)"
 }
 
+/** The window, in µs on the monotonic clock. */
+interface Window {
+  start: number
+  end: number
+}
+
+/** Each sample in the window, as (node id, µs it stands for). */
+const samplesIn = (profile: CpuProfile, window: Window): Array<readonly [number, number]> => {
+  const kept: Array<readonly [number, number]> = []
+  let at = profile.startTime
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0
+    at += delta
+    if (at >= window.start && at <= window.end) kept.push([id, delta])
+  })
+  return kept
+}
+
 /** Microseconds of self time per category. */
-const summarize = (profile: CpuProfile): Map<Category, number> => {
+const summarize = (profile: CpuProfile, samples: ReadonlyArray<readonly [number, number]>): Map<Category, number> => {
   const byNode = new Map(profile.nodes.map((node) => [node.id, categoryOf(node.callFrame)] as const))
   const total = new Map<Category, number>(CATEGORIES.map((c) => [c, 0]))
-  profile.samples.forEach((id, i) => {
+  for (const [id, micros] of samples) {
     const category = byNode.get(id) ?? "native, unattributed"
-    total.set(category, total.get(category)! + (profile.timeDeltas[i] ?? 0))
-  })
+    total.set(category, total.get(category)! + micros)
+  }
   return total
 }
 
-/** The heaviest functions by self time, for the categories that are Pinboard's and the runtime's. */
-const heaviest = (profile: CpuProfile, count: number): Array<[string, number]> => {
+/** The heaviest functions by self time. */
+const heaviest = (profile: CpuProfile, samples: ReadonlyArray<readonly [number, number]>, count: number): Array<[string, number]> => {
   const self = new Map<number, number>()
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+  for (const [id, micros] of samples) self.set(id, (self.get(id) ?? 0) + micros)
   const byFrame = new Map<string, number>()
   for (const node of profile.nodes) {
     const micros = self.get(node.id)
@@ -124,6 +144,7 @@ try {
   const registration = await register(pinboard.origin, workerOrigin)
   console.log(await waitForPlacements(pinboard.origin))
   const profiled = FLOOR ? await startFloor(workerOrigin, redis.port, profiling) : pinboard
+  const window: Window = { start: 0, end: 0 }
   const { result, cpu } = await measureLoad(
     profiled.proc.name,
     {
@@ -135,7 +156,10 @@ try {
       seconds: SECONDS
     },
     { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] },
-    [worker, profiled.proc]
+    [worker, profiled.proc],
+    (edge) => {
+      window[edge] = Number(process.hrtime.bigint() / 1000n)
+    }
   )
   registration.stop()
   // SIGTERM: the process exits, and V8 writes the profile on the way out.
@@ -144,7 +168,9 @@ try {
   const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"))
   if (file === undefined) throw new Error(`no profile written in ${profileDir}; ${profiled.proc.name} printed:\n${profiled.proc.lines.join("\n")}`)
   const profile = JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile
-  const totals = summarize(profile)
+  const samples = samplesIn(profile, window)
+  if (samples.length === 0) throw new Error("no samples in the measured window: the profile's clock is not this process's")
+  const totals = summarize(profile, samples)
   const busy = [...totals].filter(([c]) => c !== "idle").reduce((sum, [, us]) => sum + us, 0)
   const cpuPerRequestUs = ((cpu.proxy ?? 0) * 1e6) / result.perSecond
 
@@ -153,7 +179,7 @@ try {
     `64-byte GET, ${CONNECTIONS} connections: ${Math.round(result.perSecond).toLocaleString("en-US")} req/s, p50 ${result.p50.toFixed(2)} ms, ` +
       `p99 ${result.p99.toFixed(2)} ms; ${profiled.proc.name} ${(cpu.proxy ?? 0).toFixed(2)} of core 1 = ${cpuPerRequestUs.toFixed(0)} µs CPU per request`
   )
-  console.log(`Self time of the samples (whole process life), and that share of the CPU per request:`)
+  console.log(`Self time of the samples in the window (${samples.length}), and that share of the CPU per request:`)
   console.log(
     table(
       ["where", "share", "µs/request"],
@@ -165,7 +191,7 @@ try {
   )
   console.log("")
   console.log("Heaviest functions by self time:")
-  console.log(table(["function  where", "share"], heaviest(profile, 25).map(([key, us]) => [key, `${((us / busy) * 100).toFixed(1)}%`])))
+  console.log(table(["function  where", "share"], heaviest(profile, samples, 25).map(([key, us]) => [key, `${((us / busy) * 100).toFixed(1)}%`])))
   if (KEEP) console.log(`\nprofile kept: ${join(profileDir, file)}`)
 } finally {
   await stopAll()

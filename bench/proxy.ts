@@ -84,11 +84,6 @@ const CLUSTER = !argv.includes("--no-cluster")
 const OBSERVABILITY = argv.includes("--observability")
 if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
 if (CLUSTER_ONLY && OBSERVABILITY) throw new Error("--cluster-only and --observability exclude each other")
-/** The observed Pinboards' windows: 2 targets in the 4 GET scenarios, each round. */
-const OBSERVED_WINDOWS = OBSERVABILITY ? 2 * 4 * ROUNDS : 0
-/** Whatever happens, the run ends (and every process it started with it) after this; twice their time more with the observed Pinboards. */
-const HARD_LIMIT_MS = 600_000 + OBSERVED_WINDOWS * 2 * (WARMUP_S + WINDOW_S + 1) * 1000
-
 const SCENARIOS: ReadonlyArray<Scenario> = [
   { key: "64 B/32", title: "64-byte GET, 32 connections", kind: "http", path: "small", connections: 32 },
   { key: "64 B/128", title: "64-byte GET, 128 connections", kind: "http", path: "small", connections: 128 },
@@ -98,6 +93,12 @@ const SCENARIOS: ReadonlyArray<Scenario> = [
 ]
 /** The cluster row's: the 64-byte GETs. */
 const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = [SCENARIOS[0]!, SCENARIOS[1]!]
+/** Windows of the run: every target in every scenario (and the cluster row's 3 targets), each round. */
+const WINDOWS =
+  ROUNDS * (CLUSTER_ONLY ? 0 : SCENARIOS.length * (4 + (FLOORS ? 2 : 0) + (OBSERVABILITY ? 2 : 0))) +
+  ROUNDS * (CLUSTER ? CLUSTER_SCENARIOS.length * 3 : 0)
+/** Whatever happens, the run ends (and every process it started with it) after this: twice its windows' time, and start-ups. */
+const HARD_LIMIT_MS = 180_000 + WINDOWS * 2 * (WARMUP_S + WINDOW_S + 1) * 1000
 
 // ---------------------------------------------------------------------------------------
 // One measurement: a load-generator process on LOAD_CORE, the servers' CPU read around its window
