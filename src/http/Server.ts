@@ -131,7 +131,7 @@ export const ServerLive = Layer.scopedDiscard(
     // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
     const server = http.createServer({ requireHostHeader: false }, (req, res) => {
       inFlight++
-      res.once("close", exchangeOver)
+      res.on("close", exchangeOver)
       // While shutting down, no connection is kept for another request.
       if (shuttingDown) res.shouldKeepAlive = false
       run(handle(req, res))

@@ -25,7 +25,8 @@ export interface Transport<Sent> {
    * headers are in. Calls `settled` once when they are, or when the send has ended without them.
    */
   readonly send: (placement: Placement, sendBy: number, settled: () => void) => Effect.Effect<Sent, SendError>
-  readonly finish: (sent: Sent) => Effect.Effect<void>
+  /** What follows the headers (the tunnel); none: the exchange goes on by itself. */
+  readonly finish?: (sent: Sent) => Effect.Effect<void>
 }
 
 export type DeliverError = ResolveError | WorkerAtCapacity | WorkerRefusedActivation | BadGateway | UpstreamTimeout | ClientAborted
@@ -49,10 +50,11 @@ export const makeDeliver =
     /** The worker that refused the first placement, which the re-place excludes. */
     let refusedBy: string | undefined
 
-    // One resolve, inflight cap and send; `last`: sent however long after its resolve.
-    const attempt = (excluded: ResolveRequest, last: boolean): Effect.Effect<Sent, AttemptError> => {
+    // One resolve, inflight cap and send; `last`: sent however long after its resolve. Built
+    // as it is run, so `resolvedAt` is when the resolve is asked.
+    const attempt = (request: ResolveRequest, last: boolean): Effect.Effect<Sent, AttemptError> => {
       const resolvedAt = now()
-      return Effect.flatMap(resolvePlacement(registry, excluded), (placement) => {
+      return Effect.flatMap(resolvePlacement(registry, request), (placement) => {
         const worker = placement.worker
         const send = Effect.flatMap(cap.take(worker), () =>
           transport.send(placement, last ? Infinity : resolvedAt + RE_RESOLVE_AFTER_MS, () => cap.release(worker))
@@ -76,11 +78,12 @@ export const makeDeliver =
     }
 
     // A stale send resolves again (RE_RESOLVE); the last resolve it allows is sent as is.
-    const placeAndSend = (excluded: ResolveRequest): Effect.Effect<Sent, AttemptError> => {
-      let resolves = 0
+    const placeAndSend = (request: ResolveRequest): Effect.Effect<Sent, AttemptError> => {
+      let resolves = 1
       return retryAfterFailure(
-        Effect.suspend(() => attempt(excluded, ++resolves > MAX_RE_RESOLVES)),
-        RE_RESOLVE
+        attempt(request, false),
+        RE_RESOLVE,
+        Effect.suspend(() => attempt(request, ++resolves > MAX_RE_RESOLVES))
       )
     }
 
@@ -88,10 +91,7 @@ export const makeDeliver =
     // or no other worker, is the client's to retry.
     const first = placeAndSend(request)
     const placed = transport.canRePlace
-      ? retryAfterFailure(
-          Effect.suspend(() => (refusedBy === undefined ? first : placeAndSend({ ...request, excluded: [refusedBy] }))),
-          REFUSAL_RE_PLACE
-        )
+      ? retryAfterFailure(first, REFUSAL_RE_PLACE, Effect.suspend(() => placeAndSend({ ...request, excluded: [refusedBy!] })))
       : first
     const answered = Effect.catchIf(
       placed,
@@ -99,5 +99,6 @@ export const makeDeliver =
       () => new WorkerRefusedActivation()
     )
     // RefusedBy is answered above and StaleResolve never outlasts RE_RESOLVE (see AttemptError).
-    return Effect.flatMap(answered as Effect.Effect<Sent, DeliverError>, transport.finish)
+    const delivered = answered as Effect.Effect<Sent, DeliverError>
+    return transport.finish === undefined ? Effect.asVoid(delivered) : Effect.flatMap(delivered, transport.finish)
   }

@@ -18,7 +18,7 @@ import { Deadlines } from "../proxy/Deadlines.js"
 import { targetOf } from "../proxy/Target.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
 import { Upstream } from "../proxy/Upstream.js"
-import { Registry, type Placement, type ResolveRequest } from "../registry/Registry.js"
+import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
 import { makeDeliver, type DeliverError } from "./Deliver.js"
 import { readCaller, type AttestationError, type Caller } from "./steps/Attestation.js"
@@ -43,22 +43,21 @@ type AdmitError = AddressError | AttestationError | DepthExceeded | RuleError | 
 
 export type InstanceError = AdmitError | DeliverError
 
-/** What an instance request needs from the context: the steps that read credentials and placements. */
-export type InstanceRequirements = Auth | Registry
-
 /** The first six steps, in the seed's order; `note` learns the namespace and id. */
 const admit = (
+  auth: AuthService,
+  registry: RegistryService,
+  hostnameAware: boolean,
   rawUrl: string,
   headers: IncomingHttpHeaders,
-  note: ExchangeNote,
-  hostnameAware: boolean
-): Effect.Effect<Admitted, AdmitError, InstanceRequirements> =>
+  note: ExchangeNote
+): Effect.Effect<Admitted, AdmitError> =>
   Effect.flatMap(readAddress(rawUrl), (address) => {
     note.namespace = address.namespace
     note.id = address.id
-    return Effect.flatMap(readCaller(headers), (caller) =>
+    return Effect.flatMap(readCaller(auth, registry, headers), (caller) =>
       Effect.flatMap(depthOf(caller), (depth) =>
-        Effect.flatMap(admitByRule(address.namespace, headers, caller), (admission) =>
+        Effect.flatMap(admitByRule(auth.rules, address.namespace, headers, caller), (admission) =>
           Effect.flatMap(bindingOf(headers, hostnameAware), (hostname) =>
             Effect.as(checkCallerScope(admission, caller), { address, caller, depth, principal: admission.principal, hostname })
           )
@@ -120,41 +119,39 @@ const outboundOf = (
 
 export interface InstancePipeline {
   /** `note` learns the namespace, id, worker and epoch as the pipeline does (metrics, access log). */
-  readonly request: (req: IncomingMessage, res: ServerResponse, note: ExchangeNote) => Effect.Effect<void, InstanceError, InstanceRequirements>
+  readonly request: (req: IncomingMessage, res: ServerResponse, note: ExchangeNote) => Effect.Effect<void, InstanceError>
   readonly upgrade: (
     req: IncomingMessage,
     client: Duplex,
     head: Buffer,
     tunnels: TunnelSet,
     note: ExchangeNote
-  ) => Effect.Effect<void, InstanceError, InstanceRequirements>
+  ) => Effect.Effect<void, InstanceError>
 }
-
-/** The body of an HTTP forward streams on by itself once the headers are relayed. */
-const bodyStreamsOn = () => Effect.void
 
 export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppConfig | Auth | Registry | InflightCap | Upstream | Deadlines> =
   Effect.gen(function* () {
     const config = yield* AppConfig
     const auth = yield* Auth
     const forward = yield* makeForwardContext(yield* Upstream, yield* Deadlines, config.forwards.timeoutMs)
-    const deliver = makeDeliver(yield* Registry, yield* InflightCap, forward.now)
+    const registry = yield* Registry
+    const deliver = makeDeliver(registry, yield* InflightCap, forward.now)
     const { hostnameAware } = config
     const affinityKey = config.affinity.key
 
     return {
       request: (req, res, note) =>
-        Effect.flatMap(admit(req.url ?? "/", req.headers, note, hostnameAware), (admitted) => {
+        Effect.flatMap(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) => {
           const withBody = hasBody(req.headers)
+          // No finish: the body streams on by itself once the headers are relayed.
           return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
             canRePlace: !withBody,
             send: (placement, sendBy, settled) =>
-              sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled), withBody),
-            finish: bodyStreamsOn
+              sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled), withBody)
           })
         }),
       upgrade: (req, client, head, tunnels, note) =>
-        Effect.flatMap(admit(req.url ?? "/", req.headers, note, hostnameAware), (admitted) =>
+        Effect.flatMap(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) =>
           deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
             canRePlace: true,
             send: (placement, sendBy, settled) => sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled)),

@@ -10,7 +10,9 @@ const isFixedHopByHop = (name: string): boolean => HOP_BY_HOP.has(name) || name.
 
 /** Hop-by-hop names: the fixed list, `proxy-*`, and any named in `Connection`. */
 const hopByHop = (headers: HeaderMap): ((name: string) => boolean) => {
-  if (headers.connection === undefined) return isFixedHopByHop
+  // The common values name nothing beyond the fixed list.
+  const connection = headers.connection
+  if (connection === undefined || connection === "keep-alive" || connection === "close") return isFixedHopByHop
   const listed = new Set(
     String(headers.connection ?? "")
       .split(",")

@@ -12,18 +12,21 @@ export const makeBatcher = <In, Out, E>(
 ): ((group: number, input: In) => Effect.Effect<Out, E>) => {
   const inputs: Array<Array<In>> = Array.from({ length: groups }, () => [])
   const waiting: Array<Array<Resume<Out, E>>> = Array.from({ length: groups }, () => [])
-  let scheduled = false
+  /** The groups with inputs this turn, in the order they got their first. */
+  let touched: Array<number> = []
 
   const flush = () => {
-    scheduled = false
-    for (let group = 0; group < groups; group++) {
-      if (inputs[group]!.length === 0) continue
+    const now = touched
+    touched = []
+    for (const group of now) {
       const batch = inputs[group]!
       const resumes = waiting[group]!
       inputs[group] = []
       waiting[group] = []
       send(group, batch).then(
-        (outputs) => resumes.forEach((resume, i) => resume(Effect.succeed(outputs[i]!))),
+        (outputs) => {
+          for (let i = 0; i < resumes.length; i++) resumes[i]!(Effect.succeed(outputs[i]!))
+        },
         (cause) => {
           const error = Effect.fail(onError(cause))
           for (const resume of resumes) resume(error)
@@ -34,11 +37,11 @@ export const makeBatcher = <In, Out, E>(
 
   return (group, input) =>
     Effect.async<Out, E>((resume) => {
+      if (inputs[group]!.length === 0) {
+        if (touched.length === 0) process.nextTick(flush)
+        touched.push(group)
+      }
       inputs[group]!.push(input)
       waiting[group]!.push(resume)
-      if (!scheduled) {
-        scheduled = true
-        process.nextTick(flush)
-      }
     })
 }

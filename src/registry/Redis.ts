@@ -146,12 +146,13 @@ export const makeRedisBackend = (
     String(policy.nackThreshold),
     String(policy.nackWindowMs)
   ]
-  const resolveBatched = makeBatcher(
-    buckets,
-    (bucket, queries: ReadonlyArray<string>) =>
-      call<ReadonlyArray<string>>("resolve", bucket, 0, [...policyArgs, ...queries]).then((replies) => replies.map(decodeResolve)),
-    (cause) => new RegistryUnavailable({ cause })
-  )
+  // The resolve batch's arguments before its queries, made once per bucket: keys, now (unused), policy.
+  const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, "0", ...policyArgs])
+  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<ResolveOutcome>> => {
+    const run = () => commands["pinboard_resolve"]!.apply(client, resolveHeads[bucket]!.concat(queries)) as Promise<ReadonlyArray<string>>
+    return (observe === undefined ? run() : observed(observe, "resolve", run, () => false)).then((replies) => replies.map(decodeResolve))
+  }
+  const resolveBatched = makeBatcher(buckets, sendResolves, (cause) => new RegistryUnavailable({ cause }))
 
   return {
     buckets,

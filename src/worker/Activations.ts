@@ -14,6 +14,8 @@ export interface ActivationsOptions {
   readonly worker: string
   /** The worker's clock (Clock's time, so TestClock drives eviction). */
   readonly now: () => number
+  /** Resolves once `work` has settled, or `budgetMs` have passed on the same Clock, whichever is first. */
+  readonly within: (work: Promise<unknown>, budgetMs: number) => Promise<void>
   /** Releases a placement at its epoch (registry `POST /registry/release`). */
   readonly release: (placement: PlacementRef, epoch: string) => Promise<unknown>
   /** `call` on behalf of an instance. */
@@ -178,17 +180,14 @@ export class Activations {
   private async windDownOne(activation: Activation, deadline: Date, budgetMs: number): Promise<void> {
     const hook = activation.definition.windDown
     if (hook !== undefined) {
-      let timer: NodeJS.Timeout | undefined
       try {
         const state = await activation.ready
-        await Promise.race([
-          Promise.resolve(hook(state, deadline, activation.context)),
-          new Promise((resolve) => (timer = setTimeout(resolve, budgetMs)))
-        ])
+        const done = Promise.resolve(hook(state, deadline, activation.context))
+        // A hook that fails after its budget is still reported.
+        done.catch((error: unknown) => this.options.log(`wind-down hook of ${activation.key} failed`, error))
+        await this.options.within(done, budgetMs)
       } catch (error) {
         this.options.log(`wind-down hook of ${activation.key} failed`, error)
-      } finally {
-        clearTimeout(timer)
       }
     }
     await this.teardown(activation, "wind-down", true)

@@ -9,7 +9,7 @@
 // On a Redis Cluster a call can renew the lease in some buckets and not others (a shard is
 // down: the answer lists it in `unrenewed`). So the lease end is kept per bucket, and only
 // the activations whose bucket went unconfirmed are dropped; the rest keep serving.
-import { Clock, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
+import { Clock, Data, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
 import { bucketOf } from "../registry/Bucket.js"
 import type { PlacementRef, RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
@@ -48,6 +48,15 @@ export interface Lease {
 export const REGISTRY_RETRY = Schedule.exponential(Duration.millis(100), 2).pipe(
   Schedule.either(Schedule.spaced(Duration.seconds(2)))
 )
+
+/**
+ * Heartbeats at a fixed rate, the first one interval after the registration: a slow answer
+ * (a Cluster shard down costs about a second) must not stretch the interval between them.
+ */
+export const heartbeatEvery = (heartbeatMs: number) => Schedule.fixed(Duration.millis(heartbeatMs))
+
+/** A heartbeat answered 410 lease lost. */
+class LeaseLost extends Data.TaggedError("LeaseLost")<{}> {}
 
 interface Held {
   readonly incarnation: string
@@ -113,8 +122,8 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       return lease
     })
 
-    /** One heartbeat; false when the lease is lost. Failures are retried until the lease is unhealthy. */
-    const beat = (lease: Held): Effect.Effect<boolean> =>
+    /** One heartbeat; fails with LeaseLost when the lease is lost. Failures are retried until the lease is unhealthy. */
+    const beat = (lease: Held): Effect.Effect<void, LeaseLost> =>
       Effect.gen(function* () {
         const sentAt = yield* Clock.currentTimeMillis
         const answer = yield* Effect.tryPromise(() => client.heartbeat(lease.incarnation, hooks.status()))
@@ -126,7 +135,8 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       }).pipe(
         Effect.tapError((error) => Effect.logWarning(`pinboard worker: heartbeat failed (${String(error.error)}); retrying`)),
         Effect.retry(REGISTRY_RETRY),
-        Effect.orDie
+        Effect.orDie,
+        Effect.flatMap((renewed) => (renewed ? Effect.void : Effect.fail(new LeaseLost())))
       )
 
     // Registered, then heartbeat every heartbeatMs; on 410, drop everything and register again.
@@ -136,15 +146,8 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         // A bucket the registration did not reach has no activations to drop.
         dropped = new Set(held.confirmedUntil.flatMap((until, b) => (until === 0 ? [b] : [])))
         yield* Deferred.succeed(firstRegistration, undefined)
-        // At a fixed rate: a slow answer (a Cluster shard down costs about a second) must not
-        // stretch the interval between heartbeats.
-        let lastSent = yield* Clock.currentTimeMillis
-        for (;;) {
-          const now = yield* Clock.currentTimeMillis
-          yield* Effect.sleep(Duration.millis(Math.max(0, lastSent + held.heartbeatMs - now)))
-          lastSent = yield* Clock.currentTimeMillis
-          if (!(yield* beat(held))) break
-        }
+        // Heartbeats until the lease is lost.
+        yield* Effect.schedule(beat(held), heartbeatEvery(held.heartbeatMs)).pipe(Effect.catchTag("LeaseLost", () => Effect.void))
         // Unhealthy first, so that no new activation is taken while the old ones are dropped.
         const lost = held
         held = undefined

@@ -1,5 +1,7 @@
 // The registry API as a worker calls it (DESIGN 4, docs/registry-api.md): register,
 // heartbeat, release, deregister. Promise-based; the lease keeper adds the schedules.
+// Answers are decoded with Schema: one that does not fit fails the call, which is retried.
+import { Either, ParseResult, Schema } from "effect"
 
 export interface Registration {
   readonly incarnation: string
@@ -48,6 +50,35 @@ export class RegistryCallFailed extends Error {
   override readonly name = "RegistryCallFailed"
 }
 
+// The answers as docs/registry-api.md gives them; fields Pinboard may add later are ignored.
+const RegisterAnswer = Schema.Struct({
+  incarnation: Schema.String,
+  leaseMs: Schema.Number,
+  heartbeatMs: Schema.Number,
+  /** Absent from older Pinboards (then the lease is one for all ids). */
+  buckets: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  unrenewed: Schema.optionalWith(Schema.Array(Schema.Int), { default: () => [] })
+})
+
+const WindDownAnswer = Schema.Struct({
+  namespace: Schema.String,
+  id: Schema.String,
+  env: Schema.optionalWith(Schema.String, { default: () => "" }),
+  epoch: Schema.String,
+  deadline: Schema.Number
+})
+
+const HeartbeatRenewed = Schema.Struct({
+  windDown: Schema.Array(WindDownAnswer),
+  unrenewed: Schema.optionalWith(Schema.Array(Schema.Int), { default: () => [] })
+})
+
+/** The answer's body as `schema` has it, or a RegistryCallFailed that says what did not fit. */
+const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, what: string, json: unknown): A =>
+  Either.getOrElse(Schema.decodeUnknownEither(schema)(json), (error) => {
+    throw new RegistryCallFailed(`${what}: unexpected answer: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
+  })
+
 /** Each call gives up after this long; the lease keeper retries. */
 const CALL_TIMEOUT_MS = 2_000
 
@@ -89,8 +120,11 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
       throw new RegistryCallFailed(`${method} ${path}: ${error instanceof Error ? error.message : String(error)}`)
     }
     const text = await response.text()
-    const json: unknown = text === "" ? undefined : JSON.parse(text)
-    return { status: response.status, json }
+    try {
+      return { status: response.status, json: text === "" ? undefined : (JSON.parse(text) as unknown) }
+    } catch {
+      throw new RegistryCallFailed(`${method} ${path}: ${response.status} with a body that is not JSON`)
+    }
   }
   const unexpected = (what: string, answer: { status: number; json: unknown }) =>
     new RegistryCallFailed(`${what}: ${answer.status} ${JSON.stringify(answer.json)}`)
@@ -107,21 +141,15 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
         ...(options.registrationEpoch === undefined ? {} : { epoch: options.registrationEpoch })
       })
       if (answer.status !== 200) throw unexpected("register", answer)
-      const { incarnation, leaseMs, heartbeatMs, buckets, unrenewed } = answer.json as Partial<Registration>
-      return {
-        incarnation: incarnation!,
-        leaseMs: leaseMs!,
-        heartbeatMs: heartbeatMs!,
-        ...(typeof buckets === "number" && buckets > 0 ? { buckets } : {}),
-        unrenewed: unrenewed ?? []
-      }
+      const { incarnation, leaseMs, heartbeatMs, buckets, unrenewed } = decodeAnswer(RegisterAnswer, "register", answer.json)
+      return { incarnation, leaseMs, heartbeatMs, ...(buckets === undefined ? {} : { buckets }), unrenewed }
     },
     heartbeat: async (incarnation, status) => {
       const answer = await call("POST", `${workerPath}/heartbeat`, { incarnation, headroom: status.headroom, draining: status.draining })
       if (answer.status === 410) return { _tag: "LeaseLost" }
       if (answer.status !== 200) throw unexpected("heartbeat", answer)
-      const { windDown, unrenewed } = answer.json as { windDown: ReadonlyArray<WindDownEntry>; unrenewed?: ReadonlyArray<number> }
-      return { _tag: "Renewed", windDown, unrenewed: unrenewed ?? [] }
+      const { windDown, unrenewed } = decodeAnswer(HeartbeatRenewed, "heartbeat", answer.json)
+      return { _tag: "Renewed", windDown, unrenewed }
     },
     release: async ({ env, namespace, id }, epoch) => {
       const answer = await call("POST", "/registry/release", { namespace, id, epoch, ...(env === "" ? {} : { env }) })

@@ -4,7 +4,7 @@
 import http, { type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { Duration, Effect, Exit, Schedule, Scope } from "effect"
+import { Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { attestationKey } from "../auth/AttestationKey.js"
 import { Activations } from "./Activations.js"
@@ -115,9 +115,12 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     yield* Effect.addFinalizer(() => Effect.promise(() => calls.close()))
     const { callAs } = calls
 
+    // The wind-down budget runs on the Clock, so that TestClock drives it too.
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const activations = new Activations(definitions, {
       worker: options.worker,
       now,
+      within: (work, budgetMs) => runPromise(Effect.ignore(Effect.timeout(Effect.tryPromise(() => work), Duration.millis(budgetMs)))),
       release: registry.release,
       callAs,
       log

@@ -93,6 +93,37 @@ describe("the worker's lease", () => {
     })
   )
 
+  it.scoped("heartbeats at a fixed rate: a slow answer does not push the next heartbeat back", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      const sentAt: Array<number> = []
+      let answer: (() => void) | undefined
+      const slow: RegistryClient = {
+        ...registry.client,
+        heartbeat: async (incarnation, status) => {
+          sentAt.push(clockNow())
+          await new Promise<void>((resolve) => (answer = resolve))
+          return registry.client.heartbeat(incarnation, status)
+        }
+      }
+      const clock = yield* Effect.clock
+      const clockNow = () => clock.unsafeCurrentTimeMillis()
+      const started = clockNow()
+      yield* start(slow)
+      yield* settle
+      yield* advance(HEARTBEAT_MS)
+      expect(sentAt).toEqual([started + HEARTBEAT_MS])
+      // The answer takes 400 ms; the next heartbeat still goes one interval after the first was sent.
+      yield* advance(400)
+      answer!()
+      yield* settle
+      yield* advance(HEARTBEAT_MS - 400 - 1)
+      expect(sentAt).toHaveLength(1)
+      yield* advance(1)
+      expect(sentAt).toEqual([started + HEARTBEAT_MS, started + 2 * HEARTBEAT_MS])
+    })
+  )
+
   it.scoped("heartbeats failing: healthy until the lease end less the margin, then every activation dropped", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()

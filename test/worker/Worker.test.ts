@@ -7,9 +7,9 @@ import { Effect, Exit, Scope, TestClock } from "effect"
 import WebSocket from "ws"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/auth/AttestationKey.js"
-import { RELEASED_MEMORY_MS } from "../../src/worker/Activations.js"
+import { RELEASED_MEMORY_MS, WIND_DOWN_MARGIN_MS } from "../../src/worker/Activations.js"
 import { defineInstance, type DeactivateReason } from "../../src/worker/Definition.js"
-import type { RegistryClient } from "../../src/worker/RegistryClient.js"
+import type { RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
 import { makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
 
 const TOKEN = "worker-test-token"
@@ -23,12 +23,12 @@ const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zip
 
 const fakeRegistry = () => {
   const log: Array<string> = []
-  const state = { heartbeat: "ok" as "ok" | "fail" }
+  const state = { heartbeat: "ok" as "ok" | "fail", windDown: [] as Array<WindDownEntry> }
   const client: RegistryClient = {
     register: async () => ({ incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3, unrenewed: [] }),
     heartbeat: async () => {
       if (state.heartbeat === "fail") throw new Error("unreachable")
-      return { _tag: "Renewed", windDown: [], unrenewed: [] }
+      return { _tag: "Renewed", windDown: state.windDown, unrenewed: [] }
     },
     release: async ({ namespace, id }, epoch) => {
       log.push(`release ${namespace}/${id}@${epoch}`)
@@ -71,6 +71,11 @@ const counterWorld = () => {
       }
     },
     webSocket: (socket) => socket.on("message", (data) => socket.send(data)),
+    // A wind-down that never finishes by itself: only its budget ends it.
+    windDown: (_state, deadline, ctx) => {
+      events.push(`wind-down ${ctx.id}@${ctx.epoch} until ${deadline.getTime()}`)
+      return new Promise(() => {})
+    },
     idleTimeoutMs: IDLE_MS
   })
   return { events, counter }
@@ -193,6 +198,26 @@ describe("the worker's request handler", () => {
       expect((yield* send("/counters/c1/increment", claims("c1", "10"))).text).toBe("1")
       expect(events).toEqual(["activate c1@5", "deactivate c1@5 replaced", "activate c1@10"])
       expect((yield* send("/counters/c1/increment", claims("c1", "9"))).text).toBe("2")
+    })
+  )
+
+  it.scoped("a wind-down hook gets until the deadline less the margin, on the Clock; then the placement is released", () =>
+    Effect.gen(function* () {
+      const { send, events, registry } = yield* setup
+      yield* send("/counters/c1/increment", claims("c1", "5"))
+      const deadline = (yield* TestClock.currentTimeMillis) + 3 * LEASE_MS
+      registry.state.windDown = [{ env: "", namespace: "/counters", id: "c1", epoch: "5", deadline }]
+      // The next heartbeat (one interval on) lists it: the hook starts, and its budget with it.
+      yield* advance(LEASE_MS / 3)
+      registry.state.windDown = []
+      expect(events).toContain(`wind-down c1@5 until ${deadline}`)
+      const budget = deadline - (yield* TestClock.currentTimeMillis) - WIND_DOWN_MARGIN_MS
+      yield* advance(budget - 100)
+      expect(events).not.toContain("deactivate c1@5 wind-down")
+      expect(registry.log).not.toContain("release /counters/c1@5")
+      yield* advance(100)
+      expect(events).toContain("deactivate c1@5 wind-down")
+      expect(registry.log).toContain("release /counters/c1@5")
     })
   )
 

@@ -3,10 +3,10 @@
 // calling instance at that epoch on that worker.
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
-import { Auth } from "../../auth/Auth.js"
+import type { AuthService } from "../../auth/Auth.js"
 import type { CallerClaims } from "../../auth/CallerToken.js"
 import { InvalidAttestation, StaleAttestation, type AttestationExpired, type RegistryUnavailable } from "../../Errors.js"
-import { Registry } from "../../registry/Registry.js"
+import type { RegistryService } from "../../registry/Registry.js"
 
 /** The calling instance, from a verified `Pinboard-Caller`. */
 export type Caller = CallerClaims
@@ -16,19 +16,21 @@ export type AttestationError = InvalidAttestation | AttestationExpired | StaleAt
 const outside: Effect.Effect<Caller | undefined> = Effect.succeed(undefined)
 
 /** The caller's placement must be live, on the token's worker, at the token's epoch. */
-const stillPlaced = (claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryUnavailable, Registry> =>
-  Effect.flatMap(Registry, (registry) =>
-    registry.placement({ env: claims.env, namespace: claims.namespace, id: claims.id }).pipe(
-      Effect.catchTag("NotPlaced", () => new StaleAttestation()),
-      Effect.flatMap((view) =>
-        view.live && view.worker === claims.worker && view.epoch === claims.epoch ? Effect.succeed(claims) : new StaleAttestation()
-      )
+const stillPlaced = (registry: RegistryService, claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryUnavailable> =>
+  registry.placement({ env: claims.env, namespace: claims.namespace, id: claims.id }).pipe(
+    Effect.catchTag("NotPlaced", () => new StaleAttestation()),
+    Effect.flatMap((view) =>
+      view.live && view.worker === claims.worker && view.epoch === claims.epoch ? Effect.succeed(claims) : new StaleAttestation()
     )
   )
 
-export const readCaller = (headers: IncomingHttpHeaders): Effect.Effect<Caller | undefined, AttestationError, Auth | Registry> => {
+export const readCaller = (
+  auth: AuthService,
+  registry: RegistryService,
+  headers: IncomingHttpHeaders
+): Effect.Effect<Caller | undefined, AttestationError> => {
   const token = headers["pinboard-caller"]
   if (token === undefined) return outside
   if (typeof token !== "string") return new InvalidAttestation()
-  return Effect.flatMap(Auth, (auth) => Effect.flatMap(auth.verifyCaller(token), stillPlaced))
+  return Effect.flatMap(auth.verifyCaller(token), (claims) => stillPlaced(registry, claims))
 }

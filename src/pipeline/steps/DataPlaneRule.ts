@@ -3,7 +3,6 @@
 // keeping only the rule itself for the caller-scope step.
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect, Option } from "effect"
-import { Auth } from "../../auth/Auth.js"
 import type { Principal } from "../../auth/Principal.js"
 import { ruleFor, type CompiledRule } from "../../auth/Rules.js"
 import { AuthenticationRequired, InvalidCredential, NamespaceNotAllowed } from "../../Errors.js"
@@ -31,20 +30,21 @@ const firstAccepting = (rule: CompiledRule, credential: string): Effect.Effect<A
   return tryFrom(0)
 }
 
+/** `rules`: the compiled rules by namespace; undefined when there are none (open). */
 export const admitByRule = (
+  rules: ReadonlyMap<string, CompiledRule> | undefined,
   namespace: string,
   headers: IncomingHttpHeaders,
   caller: Caller | undefined
-): Effect.Effect<Admission, RuleError, Auth> =>
-  Effect.flatMap(Auth, ({ rules }): Effect.Effect<Admission, RuleError> => {
-    if (rules === undefined) return open
-    const rule = ruleFor(rules, namespace)
-    if (caller !== undefined) return Effect.succeed({ rule, principal: undefined })
-    if (rule === undefined) return new NamespaceNotAllowed()
-    if (rule.auth === "none") return Effect.succeed({ rule, principal: undefined })
-    const credential = rule.credentialIn(headers)
-    if (credential === undefined) {
-      return rule.auth === "required" ? new AuthenticationRequired() : Effect.succeed({ rule, principal: undefined })
-    }
-    return firstAccepting(rule, credential)
-  })
+): Effect.Effect<Admission, RuleError> => {
+  if (rules === undefined) return open
+  const rule = ruleFor(rules, namespace)
+  if (caller !== undefined) return Effect.succeed({ rule, principal: undefined })
+  if (rule === undefined) return new NamespaceNotAllowed()
+  if (rule.auth === "none") return Effect.succeed({ rule, principal: undefined })
+  const credential = rule.credentialIn(headers)
+  if (credential === undefined) {
+    return rule.auth === "required" ? new AuthenticationRequired() : Effect.succeed({ rule, principal: undefined })
+  }
+  return firstAccepting(rule, credential)
+}
