@@ -10,9 +10,10 @@
 // concurrent fibers, the suspensions resumed from setImmediate as I/O would. Prints, per
 // variant, the median over rounds of µs per fiber and the extra µs over the baseline.
 import { Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
-import { RE_RESOLVE, REFUSAL_RE_PLACE } from "../src/pipeline/Policies.js"
+import { RE_RESOLVE, REFUSAL_RE_PLACE, retryAfterFailure } from "../src/pipeline/Policies.js"
 import { makeDeadlines, type DeadlinesService } from "../src/proxy/Deadlines.js"
 import { StaleResolve } from "../src/proxy/Signals.js"
+import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
 
 const argv = process.argv.slice(2)
 const numberArg = (name: string, fallback: number): number => {
@@ -33,10 +34,16 @@ const io: Effect.Effect<number> = Effect.async<number>((resume) => {
 /** Two suspensions: the shape of one forward (resolve, then headers). */
 const request: Effect.Effect<number, StaleResolve> = Effect.flatMap(io, () => io)
 
-type Variant = { readonly name: string; readonly make: (deadlines: DeadlinesService) => () => Effect.Effect<unknown, unknown> }
+type Variant = {
+  readonly name: string
+  readonly make: (deadlines: DeadlinesService) => () => Effect.Effect<unknown, unknown>
+  /** Forked on a runtime with the request scheduler (src/http/RequestScheduler.ts) instead of Effect's default. */
+  readonly requestScheduler?: boolean
+}
 
 const VARIANTS: ReadonlyArray<Variant> = [
   { name: "baseline: one fiber, two suspensions", make: () => () => request },
+  { name: "baseline on the request scheduler", make: () => () => request, requestScheduler: true },
   { name: "+ Effect.gen around it (3 yields)", make: () => () => Effect.gen(function* () {
     const a = yield* io
     const b = yield* io
@@ -47,6 +54,11 @@ const VARIANTS: ReadonlyArray<Variant> = [
   { name: "+ both retries, nested", make: () => () => {
     const inner: Effect.Effect<number, StaleResolve> = Effect.retry(request, RE_RESOLVE)
     return Effect.retry(inner, REFUSAL_RE_PLACE)
+  } },
+  { name: "+ retryAfterFailure(RE_RESOLVE), no retry", make: () => () => retryAfterFailure(request, RE_RESOLVE) },
+  { name: "+ both, as Deliver.ts applies them", make: () => () => {
+    const inner: Effect.Effect<number, StaleResolve> = retryAfterFailure(request, RE_RESOLVE)
+    return retryAfterFailure(inner, REFUSAL_RE_PLACE)
   } },
   { name: "+ catchTag recursion (the hand-written retry)", make: () => () => Effect.catchTag(request, "StaleResolve", () => request) },
   { name: "+ Effect.timeout(30 s)", make: () => () => Effect.timeout(request, Duration.seconds(30)) },
@@ -64,14 +76,18 @@ const VARIANTS: ReadonlyArray<Variant> = [
   { name: "+ Schedule.fixed repeat driver, 1 step", make: () => () => Effect.repeat(request, Schedule.recurs(0)) }
 ]
 
-const runFork = Runtime.runFork(Runtime.defaultRuntime)
+const runForkDefault = Runtime.runFork(Runtime.defaultRuntime)
+const runForkScheduled = Runtime.runFork(
+  await Effect.runPromise(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))
+)
 
 /** µs per fiber for `FIBERS` fibers of `make()`, CONCURRENT at a time. */
-const measure = (make: () => Effect.Effect<unknown, unknown>): Promise<number> =>
+const measure = (make: () => Effect.Effect<unknown, unknown>, requestScheduler = false): Promise<number> =>
   new Promise((resolve) => {
     let started = 0
     let done = 0
     const t0 = performance.now()
+    const runFork = requestScheduler ? runForkScheduled : runForkDefault
     const startOne = () => {
       started++
       runFork(make()).addObserver((exit) => {
@@ -91,13 +107,13 @@ const median = (values: ReadonlyArray<number>): number => {
 
 // In a scope never closed: the timers' fibers live as long as the process.
 const deadlines = await Effect.runPromise(Effect.flatMap(Scope.make(), (scope) => Scope.extend(makeDeadlines, scope)))
-const made = VARIANTS.map((variant) => ({ name: variant.name, make: variant.make(deadlines) }))
+const made = VARIANTS.map((variant) => ({ name: variant.name, make: variant.make(deadlines), requestScheduler: variant.requestScheduler === true }))
 const figures = new Map<string, Array<number>>(made.map((v) => [v.name, []]))
 // Warm-up: every variant once at a tenth of the size.
-for (const variant of made) await measure(variant.make)
+for (const variant of made) await measure(variant.make, variant.requestScheduler)
 for (let round = 0; round < ROUNDS; round++) {
   const order = made.map((_, i) => made[(i + round) % made.length]!)
-  for (const variant of order) figures.get(variant.name)!.push(await measure(variant.make))
+  for (const variant of order) figures.get(variant.name)!.push(await measure(variant.make, variant.requestScheduler))
 }
 const base = median(figures.get(made[0]!.name)!)
 console.log(`${FIBERS.toLocaleString("en-US")} fibers per variant, ${CONCURRENT} at a time, median of ${ROUNDS} rounds (Node ${process.version})`)

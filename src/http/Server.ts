@@ -14,6 +14,7 @@ import { InflightCap } from "../pipeline/steps/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
+import { makeRequestScheduler } from "./RequestScheduler.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./registry/RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -81,7 +82,7 @@ const CLIENT_CLOSED = 499
 export const ServerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const runtime = yield* Effect.runtime<Registry | Auth | AppConfig>()
+    const runtime = yield* Effect.withScheduler(Effect.runtime<Registry | Auth | AppConfig>(), makeRequestScheduler())
     const run = Runtime.runFork(runtime)
     const pipeline = yield* makeInstancePipeline
     let shuttingDown = false
