@@ -15,6 +15,7 @@ import type { StaleResolve } from "../proxy/Signals.js"
 import type { Placement, RegistryService, ResolveRequest } from "../registry/Registry.js"
 import { MAX_RE_RESOLVES, RE_RESOLVE, RE_RESOLVE_AFTER_MS, REFUSAL_RE_PLACE, retryAfterFailure } from "./Policies.js"
 import type { InflightCapService } from "./steps/InflightCap.js"
+import { afterStep } from "./steps/AfterStep.js"
 import { resolvePlacement, type ResolveError } from "./steps/Resolve.js"
 
 export interface Transport<Sent> {
@@ -37,16 +38,16 @@ class RefusedBy extends Data.TaggedError("RefusedBy")<{ readonly worker: string 
 /** StaleResolve never outlasts RE_RESOLVE: the last resolve it allows is sent without the stale check. */
 type AttemptError = DeliverError | StaleResolve | RefusedBy
 
+/** The placement's env: in hostname-aware mode the registry finds it from the pair's binding. */
+const release = (registry: RegistryService, request: ResolveRequest, placement: Placement) =>
+  Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
+
 export type Deliver = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<void, DeliverError>
 
 /** Made once per process: `now` is the Clock's time. */
 export const makeDeliver =
   (registry: RegistryService, cap: InflightCapService, now: () => number): Deliver =>
   <Sent>(request: ResolveRequest, transport: Transport<Sent>) => {
-    // The placement's env: in hostname-aware mode the registry finds it from the pair's binding.
-    const release = (placement: Placement) =>
-      Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
-
     /** The worker that refused the first placement, which the re-place excludes. */
     let refusedBy: string | undefined
 
@@ -56,18 +57,18 @@ export const makeDeliver =
       const resolvedAt = now()
       return Effect.flatMap(resolvePlacement(registry, request), (placement) => {
         const worker = placement.worker
-        const send = Effect.flatMap(cap.take(worker), () =>
+        const send = afterStep(cap.take(worker), () =>
           transport.send(placement, last ? Infinity : resolvedAt + RE_RESOLVE_AFTER_MS, () => cap.release(worker))
         )
         return Effect.catchAll(send, (error): Effect.Effect<never, AttemptError> => {
           switch (error._tag) {
             // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
             case "ConnectFailed":
-              return Effect.zipRight(placement.isNew ? release(placement) : Effect.void, new BadGateway({ cause: error.cause }))
+              return Effect.zipRight(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ cause: error.cause }))
             case "Refused":
               refusedBy = worker
               return Effect.zipRight(
-                Effect.zipRight(release(placement), Effect.ignore(registry.nack(worker))),
+                Effect.zipRight(release(registry, request, placement), Effect.ignore(registry.nack(worker))),
                 new RefusedBy({ worker })
               )
             default:
@@ -80,18 +81,14 @@ export const makeDeliver =
     // A stale send resolves again (RE_RESOLVE); the last resolve it allows is sent as is.
     const placeAndSend = (request: ResolveRequest): Effect.Effect<Sent, AttemptError> => {
       let resolves = 1
-      return retryAfterFailure(
-        attempt(request, false),
-        RE_RESOLVE,
-        Effect.suspend(() => attempt(request, ++resolves > MAX_RE_RESOLVES))
-      )
+      return retryAfterFailure(attempt(request, false), RE_RESOLVE, () => attempt(request, ++resolves > MAX_RE_RESOLVES))
     }
 
     // After a refusal, one re-place on another worker (REFUSAL_RE_PLACE); a second refusal,
     // or no other worker, is the client's to retry.
     const first = placeAndSend(request)
     const placed = transport.canRePlace
-      ? retryAfterFailure(first, REFUSAL_RE_PLACE, Effect.suspend(() => placeAndSend({ ...request, excluded: [refusedBy!] })))
+      ? retryAfterFailure(first, REFUSAL_RE_PLACE, () => placeAndSend({ ...request, excluded: [refusedBy!] }))
       : first
     const answered = Effect.catchIf(
       placed,

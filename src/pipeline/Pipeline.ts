@@ -28,6 +28,7 @@ import { depthOf } from "./steps/Depth.js"
 import { bindingOf, type BindingError } from "./steps/HostnameBinding.js"
 import { readAddress } from "./steps/Id.js"
 import { InflightCap } from "./steps/InflightCap.js"
+import { afterStep } from "./steps/AfterStep.js"
 import type { DepthExceeded, InsufficientScope } from "../Errors.js"
 
 interface Admitted {
@@ -52,14 +53,16 @@ const admit = (
   headers: IncomingHttpHeaders,
   note: ExchangeNote
 ): Effect.Effect<Admitted, AdmitError> =>
-  Effect.flatMap(readAddress(rawUrl), (address) => {
+  afterStep(readAddress(rawUrl), (address) => {
     note.namespace = address.namespace
     note.id = address.id
-    return Effect.flatMap(readCaller(auth, registry, headers), (caller) =>
-      Effect.flatMap(depthOf(caller), (depth) =>
-        Effect.flatMap(admitByRule(auth.rules, address.namespace, headers, caller), (admission) =>
-          Effect.flatMap(bindingOf(headers, hostnameAware), (hostname) =>
-            Effect.as(checkCallerScope(admission, caller), { address, caller, depth, principal: admission.principal, hostname })
+    return afterStep(readCaller(auth, registry, headers), (caller) =>
+      afterStep(depthOf(caller), (depth) =>
+        afterStep(admitByRule(auth.rules, address.namespace, headers, caller), (admission) =>
+          afterStep(bindingOf(headers, hostnameAware), (hostname) =>
+            afterStep(checkCallerScope(admission, caller), () =>
+              Effect.succeed({ address, caller, depth, principal: admission.principal, hostname })
+            )
           )
         )
       )
@@ -140,8 +143,9 @@ export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppCon
     const affinityKey = config.affinity.key
 
     return {
+      // Suspended: what the steps decide at once is decided in the fiber, so a throw is a defect there (500).
       request: (req, res, note) =>
-        Effect.flatMap(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) => {
+        Effect.suspend(() => afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) => {
           const withBody = hasBody(req.headers)
           // No finish: the body streams on by itself once the headers are relayed.
           return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
@@ -149,9 +153,9 @@ export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppCon
             send: (placement, sendBy, settled) =>
               sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled), withBody)
           })
-        }),
+        })),
       upgrade: (req, client, head, tunnels, note) =>
-        Effect.flatMap(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) =>
+        Effect.suspend(() => afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) =>
           deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
             canRePlace: true,
             send: (placement, sendBy, settled) => sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled)),
@@ -160,6 +164,6 @@ export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppCon
               return openTunnel(exchange, client, head, tunnels)
             }
           })
-        )
+        ))
     }
   })

@@ -52,19 +52,19 @@ export const forwardLimits = (headersTimeoutMs: number): ForwardLimits => ({
  * `Effect.retry(self, policy)`, with the policy's driver made only once `self` has failed:
  * the same retries, but a request that succeeds at once pays one catch (+0.7 µs) instead of
  * a schedule driver (+8.5 µs per retry policy: `npm run bench:effect`). The retries run
- * `again` (by default `self` itself).
+ * `again()` (by default `self` itself), made only when a retry is due.
  */
 export const retryAfterFailure = <A, E, R, Out>(
   self: Effect.Effect<A, E, R>,
   policy: Schedule.Schedule<Out, E>,
-  again: Effect.Effect<A, E, R> = self
+  again: () => Effect.Effect<A, E, R> = () => self
 ): Effect.Effect<A, E, R> =>
   Effect.catchAll(self, (first) =>
     Effect.flatMap(Schedule.driver(policy), (driver) => {
       const next = (error: E): Effect.Effect<A, E, R> =>
         Effect.matchEffect(driver.next(error), {
           onFailure: () => Effect.fail(error),
-          onSuccess: () => Effect.catchAll(again, next)
+          onSuccess: () => Effect.catchAll(again(), next)
         })
       return next(first)
     })

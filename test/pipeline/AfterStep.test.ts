@@ -1,0 +1,43 @@
+// afterStep: a step that decided at once is continued at once; any other goes through flatMap.
+// The outcome is always the one Effect.flatMap gives.
+import { describe, expect, it } from "@effect/vitest"
+import { Data, Effect, Either } from "effect"
+import { afterStep } from "../../src/pipeline/steps/AfterStep.js"
+
+class Refused extends Data.TaggedError("Refused")<{}> {}
+
+const steps: ReadonlyArray<[string, Effect.Effect<number, Refused>]> = [
+  ["Effect.succeed", Effect.succeed(1)],
+  ["Effect.fail", Effect.fail(new Refused())],
+  ["Either.right", Either.right(1)],
+  ["Either.left", Either.left(new Refused())],
+  ["a tagged error as an Effect", new Refused()],
+  ["Effect.sync", Effect.sync(() => 1)],
+  ["an async step", Effect.async<number>((resume) => void setImmediate(() => resume(Effect.succeed(1))))]
+]
+
+describe("afterStep", () => {
+  for (const [name, step] of steps) {
+    it.effect(`${name}: the same outcome as Effect.flatMap`, () =>
+      Effect.gen(function* () {
+        const then = (n: number) => Effect.succeed(n + 1)
+        expect(yield* Effect.exit(afterStep(step, then))).toEqual(yield* Effect.exit(Effect.flatMap(step, then)))
+      })
+    )
+  }
+
+  it("continues a step that decided at once without running it on a fiber; never continues a failure", () => {
+    const seen: Array<number> = []
+    const record = (n: number) => {
+      seen.push(n)
+      return Effect.void
+    }
+    afterStep(Effect.succeed(1), record)
+    afterStep(Either.right(2), record)
+    expect(seen).toEqual([1, 2])
+    afterStep(Effect.fail(new Refused()), record)
+    afterStep(Either.left(new Refused()), record)
+    afterStep(Effect.sync(() => 3), record)
+    expect(seen).toEqual([1, 2])
+  })
+})
