@@ -1,14 +1,18 @@
 // Where the CPU of one proxied request goes (docs/proxy.md "What a request costs"): Pinboard
-// on Redis under the 64-byte GET load of bench/proxy.ts, profiled with V8's sampling profiler
+// on Redis under the GET load of bench/proxy.ts (64 bytes, or 64 KiB), profiled with V8's sampling profiler
 // (`--cpu-prof`), its self time summed by where the code comes from.
 //
 //   npm run bench:profile                          32 connections, 5 s after a 1 s warm-up
 //   npm run bench:profile -- --connections=128 --seconds=8
+//   npm run bench:profile -- --large               the 64 KiB GET
 //   npm run bench:profile -- --floor               the floor of `npm run bench -- --floors` instead
 //                                                  (bench/undiciProxy.ts: undici, one EVALSHA and
 //                                                  one Effect fiber per request), for comparison
 //   npm run bench:profile -- --keep                also keeps the .cpuprofile (path printed),
 //                                                  to open in Chrome DevTools
+//   npm run bench:profile -- --main=<dir>/dist/main.js
+//                                                  another build of Pinboard (an older commit's,
+//                                                  checked out and built elsewhere), to compare
 //
 // The same layout as bench/proxy.ts: the load generator on core 0; redis-server, the worker
 // and Pinboard on core 1. Pinboard's CPU per request is read from /proc around the window,
@@ -37,6 +41,9 @@ const SECONDS = numberArg("seconds", 5)
 const WARMUP_S = numberArg("warmup", 1)
 const KEEP = argv.includes("--keep")
 const FLOOR = argv.includes("--floor")
+/** `--large`: the 64 KiB GET instead of the 64-byte one. */
+const PATH = argv.includes("--large") ? "large" : "small"
+const MAIN = argv.find((a) => a.startsWith("--main="))?.slice("--main=".length)
 
 interface ProfileNode {
   readonly id: number
@@ -139,7 +146,7 @@ try {
   const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
   const workerOrigin = `http://127.0.0.1:${Number((await worker.waitForLine(/^listening (\d+)$/, 10_000))[1])}`
   const profiling = ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
-  const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : profiling)
+  const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : profiling, MAIN)
   await waitHealthy(pinboard)
   const registration = await register(pinboard.origin, workerOrigin)
   console.log(await waitForPlacements(pinboard.origin))
@@ -150,7 +157,7 @@ try {
     {
       kind: "http",
       origins: [profiled.origin],
-      paths: IDS.map((id) => `${NAMESPACE}/${id}/small`),
+      paths: IDS.map((id) => `${NAMESPACE}/${id}/${PATH}`),
       connections: CONNECTIONS,
       warmupS: WARMUP_S,
       seconds: SECONDS
@@ -176,7 +183,7 @@ try {
 
   console.log("")
   console.log(
-    `64-byte GET, ${CONNECTIONS} connections: ${Math.round(result.perSecond).toLocaleString("en-US")} req/s, p50 ${result.p50.toFixed(2)} ms, ` +
+    `${PATH === "large" ? "64 KiB" : "64-byte"} GET, ${CONNECTIONS} connections: ${Math.round(result.perSecond).toLocaleString("en-US")} req/s, p50 ${result.p50.toFixed(2)} ms, ` +
       `p99 ${result.p99.toFixed(2)} ms; ${profiled.proc.name} ${(cpu.proxy ?? 0).toFixed(2)} of core 1 = ${cpuPerRequestUs.toFixed(0)} µs CPU per request`
   )
   console.log(`Self time of the samples in the window (${samples.length}), and that share of the CPU per request:`)

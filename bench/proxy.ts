@@ -8,6 +8,9 @@
 //                                              EVALSHA per request, and with one Effect fiber too
 //   npm run bench -- --observability           two more targets: Pinboard with metrics on, and
 //                                              with metrics and the access log (HTTP scenarios)
+//   npm run bench -- --compare=<dir>/dist/main.js
+//                                              one more target: another build of Pinboard (an
+//                                              earlier commit's, built elsewhere), in the same rounds
 //   npm run bench -- --no-cluster              without the cluster row
 //   npm run bench -- --cluster-only            only the cluster row, with the single-redis-server
 //                                              Pinboard measured beside it
@@ -82,6 +85,7 @@ const FLOORS = argv.includes("--floors")
 const CLUSTER_ONLY = argv.includes("--cluster-only")
 const CLUSTER = !argv.includes("--no-cluster")
 const OBSERVABILITY = argv.includes("--observability")
+const COMPARE = argv.find((a) => a.startsWith("--compare="))?.slice("--compare=".length)
 if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
 if (CLUSTER_ONLY && OBSERVABILITY) throw new Error("--cluster-only and --observability exclude each other")
 const SCENARIOS: ReadonlyArray<Scenario> = [
@@ -95,7 +99,7 @@ const SCENARIOS: ReadonlyArray<Scenario> = [
 const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = [SCENARIOS[0]!, SCENARIOS[1]!]
 /** Windows of the run: every target in every scenario (and the cluster row's 3 targets), each round. */
 const WINDOWS =
-  ROUNDS * (CLUSTER_ONLY ? 0 : SCENARIOS.length * (4 + (FLOORS ? 2 : 0) + (OBSERVABILITY ? 2 : 0))) +
+  ROUNDS * (CLUSTER_ONLY ? 0 : SCENARIOS.length * (4 + (FLOORS ? 2 : 0) + (OBSERVABILITY ? 2 : 0) + (COMPARE === undefined ? 0 : 1))) +
   ROUNDS * (CLUSTER ? CLUSTER_SCENARIOS.length * 3 : 0)
 /** Whatever happens, the run ends (and every process it started with it) after this: twice its windows' time, and start-ups. */
 const HARD_LIMIT_MS = 180_000 + WINDOWS * 2 * (WARMUP_S + WINDOW_S + 1) * 1000
@@ -116,7 +120,15 @@ const measure = (servers: Servers, scenario: Scenario, target: TargetName, warmu
       seconds
     },
     { proxy: proxy === undefined ? [] : [proxy], worker: servers.worker.pid, redis: usesRedis(target) ? [servers.redis.pid] : [] },
-    [servers.worker, servers.pinboard, servers.httpProxy, servers.undici, ...servers.floors, ...servers.observed.map((started) => started.proc)]
+    [
+      servers.worker,
+      servers.pinboard,
+      servers.httpProxy,
+      servers.undici,
+      ...servers.floors,
+      ...servers.observed.map((started) => started.proc),
+      ...(servers.compare === undefined ? [] : [servers.compare.proc])
+    ]
   )
 }
 
@@ -217,7 +229,7 @@ try {
   redis = await startRedisServer()
   pinPid(redis.pid, SERVER_CORE)
   const observed = OBSERVABILITY ? await startObservedPinboards(redis) : []
-  servers = await startServers(redis, { floors: FLOORS, observed })
+  servers = await startServers(redis, { floors: FLOORS, observed, ...(COMPARE === undefined ? {} : { compare: COMPARE }) })
   const extraNames = [...servers.floors, ...observed.map((started) => started.proc)].map((proc) => `, ${proc.name}`).join("")
   const extraPids =
     servers.floors.map((floor) => `; ${floor.name} pid ${floor.pid}`).join("") +

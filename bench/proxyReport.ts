@@ -74,6 +74,10 @@ export const report = (
     ["http-proxy", "undici"],
     ...(targets.includes("undici-effect")
       ? ([["pinboard", "undici-effect"], ["undici-effect", "undici"]] satisfies Array<[TargetName, TargetName]>)
+      : []),
+    ...(targets.includes("pinboard-compare") ? ([["pinboard", "pinboard-compare"]] satisfies Array<[TargetName, TargetName]>) : []),
+    ...(targets.includes("pinboard-compare") && targets.includes("undici-effect")
+      ? ([["pinboard-compare", "undici-effect"]] satisfies Array<[TargetName, TargetName]>)
       : [])
   ]
   console.log(table(
@@ -89,14 +93,17 @@ export const report = (
   console.log("Targets (medians over the rounds)")
   if (targets.includes("undici-effect")) {
     const floor: TargetName = "undici-effect"
-    const rateRatio = (scenario: Scenario) =>
-      medianOf(scenario, "pinboard", (c) => c.result.perSecond) / medianOf(scenario, floor, (c) => c.result.perSecond)
-    const p99Ratio = (scenario: Scenario) => medianOf(scenario, "pinboard", (c) => c.result.p99) / medianOf(scenario, floor, (c) => c.result.p99)
-    const atLeast = (scenario: Scenario, limit: number) => `${scenario.key} ${rateRatio(scenario).toFixed(2)} ${verdict(rateRatio(scenario) >= limit)}`
-    const atMost = (scenario: Scenario, limit: number) => `${scenario.key} ${p99Ratio(scenario).toFixed(2)} ${verdict(p99Ratio(scenario) <= limit)}`
-    console.log(`  Pinboard / undici + EVALSHA + Effect >= 0.85, 64-byte GET:  ${atLeast(small32, 0.85)}; ${atLeast(small128, 0.85)}`)
-    console.log(`  Pinboard / undici + EVALSHA + Effect >= 0.9, 64 KiB GET:    ${atLeast(large32, 0.9)}`)
-    console.log(`  Pinboard p99 / that floor's p99 <= 1.5, 64-byte GET:        ${atMost(small32, 1.5)}; ${atMost(small128, 1.5)}`)
+    for (const pinboard of (["pinboard", "pinboard-compare"] as const).filter((t) => targets.includes(t))) {
+      const rateRatio = (scenario: Scenario) =>
+        medianOf(scenario, pinboard, (c) => c.result.perSecond) / medianOf(scenario, floor, (c) => c.result.perSecond)
+      const p99Ratio = (scenario: Scenario) => medianOf(scenario, pinboard, (c) => c.result.p99) / medianOf(scenario, floor, (c) => c.result.p99)
+      const atLeast = (scenario: Scenario, limit: number) => `${scenario.key} ${rateRatio(scenario).toFixed(2)} ${verdict(rateRatio(scenario) >= limit)}`
+      const atMost = (scenario: Scenario, limit: number) => `${scenario.key} ${p99Ratio(scenario).toFixed(2)} ${verdict(p99Ratio(scenario) <= limit)}`
+      const name = pinboard === "pinboard" ? "Pinboard" : "The --compare build"
+      console.log(`  ${name} / undici + EVALSHA + Effect >= 0.85, 64-byte GET:  ${atLeast(small32, 0.85)}; ${atLeast(small128, 0.85)}`)
+      console.log(`  ${name} / undici + EVALSHA + Effect >= 0.9, 64 KiB GET:    ${atLeast(large32, 0.9)}`)
+      console.log(`  ${name} p99 / that floor's p99 <= 1.5, 64-byte GET:        ${atMost(small32, 1.5)}; ${atMost(small128, 1.5)}`)
+    }
   } else {
     console.log("  (the floor targets need --floors)")
   }
@@ -105,7 +112,7 @@ export const report = (
   if (targets.includes("undici-effect")) {
     console.log("")
     console.log("CPU per request, µs (the proxy's share of core 1 / its rate; medians over the rounds)")
-    const cpuTargets = (["pinboard", "undici", "undici-evalsha", "undici-effect"] as const).filter((t) => targets.includes(t))
+    const cpuTargets = (["pinboard", "pinboard-compare", "undici", "undici-evalsha", "undici-effect"] as const).filter((t) => targets.includes(t))
     console.log(table(
       ["", ...scenarios.filter((s) => s.kind === "http").map((s) => s.key)],
       cpuTargets.map((target) => [

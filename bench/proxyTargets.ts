@@ -23,8 +23,10 @@ const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
 export type FloorName = "undici-evalsha" | "undici-effect"
 /** Pinboard with its observability on: the same process as "pinboard" but for the settings. */
 export type ObservedName = "pinboard-metrics" | "pinboard-logged"
-export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici" | FloorName | ObservedName
-type AlwaysStarted = Exclude<TargetName, FloorName | ObservedName>
+/** `--compare=<main.js>`: another build of Pinboard (an earlier commit's), on the same redis-server. */
+export type CompareName = "pinboard-compare"
+export type TargetName = "direct" | "pinboard" | "http-proxy" | "undici" | FloorName | ObservedName | CompareName
+type AlwaysStarted = Exclude<TargetName, FloorName | ObservedName | CompareName>
 export const TARGET_LABELS: Record<TargetName, string> = {
   direct: "direct to the worker",
   pinboard: "Pinboard (Redis)",
@@ -33,7 +35,8 @@ export const TARGET_LABELS: Record<TargetName, string> = {
   "undici-evalsha": "undici + EVALSHA",
   "undici-effect": "undici + EVALSHA + Effect",
   "pinboard-metrics": "Pinboard, metrics on",
-  "pinboard-logged": "Pinboard, metrics + access log"
+  "pinboard-logged": "Pinboard, metrics + access log",
+  "pinboard-compare": "Pinboard, the --compare build"
 }
 export const TARGETS: ReadonlyArray<AlwaysStarted> = ["direct", "pinboard", "http-proxy", "undici"]
 export const FLOORS: ReadonlyArray<FloorName> = ["undici-evalsha", "undici-effect"]
@@ -41,7 +44,7 @@ export const OBSERVED: ReadonlyArray<ObservedName> = ["pinboard-metrics", "pinbo
 /** The mode argument of bench/undiciProxy.ts for each floor. */
 const FLOOR_MODES: Record<FloorName, string> = { "undici-evalsha": "evalsha", "undici-effect": "evalsha-effect" }
 /** Targets whose requests reach redis-server: its CPU share is read around their windows. */
-const REDIS_TARGETS: ReadonlySet<TargetName> = new Set<TargetName>(["pinboard", ...FLOORS, ...OBSERVED])
+const REDIS_TARGETS: ReadonlySet<TargetName> = new Set<TargetName>(["pinboard", "pinboard-compare", ...FLOORS, ...OBSERVED])
 export const usesRedis = (target: TargetName): boolean => REDIS_TARGETS.has(target)
 /**
  * The observed Pinboards skip WebSocket echo: an upgrade is counted and logged once, the
@@ -60,13 +63,15 @@ export interface Servers {
   readonly undici: Proc
   readonly floors: ReadonlyArray<Proc>
   readonly observed: ReadonlyArray<ObservedPinboard>
-  /** Every target started, in the order they are measured: TARGETS, FLOORS with `--floors`, OBSERVED with `--observability`. */
+  /** The `--compare` build, when asked for. */
+  readonly compare: PinboardProc | undefined
+  /** Every target started, in the order they are measured: TARGETS, FLOORS with `--floors`, OBSERVED with `--observability`, then the `--compare` build. */
   readonly targets: ReadonlyArray<TargetName>
   readonly origins: Origins
   readonly proxyPid: Partial<Record<TargetName, number>>
 }
 
-export type Origins = Record<AlwaysStarted, string> & Partial<Record<FloorName | ObservedName, string>>
+export type Origins = Record<AlwaysStarted, string> & Partial<Record<FloorName | ObservedName | CompareName, string>>
 
 export const originOf = (origins: Origins, target: TargetName): string => {
   const origin = origins[target]
@@ -80,6 +85,8 @@ export interface Extras {
   readonly floors: boolean
   /** Started already (bench/proxyObserved.ts); waited for and added to the targets here. */
   readonly observed: ReadonlyArray<ObservedPinboard>
+  /** `main.js` of another build to measure beside this one (it shares the registry on the same redis-server). */
+  readonly compare?: string
 }
 
 export const startServers = async (redis: RedisServer, extras: Extras): Promise<Servers> => {
@@ -108,8 +115,14 @@ export const startServers = async (redis: RedisServer, extras: Extras): Promise<
     origins[started.target] = started.origin
     proxyPid[started.target] = started.proc.pid
   }
+  const compare = extras.compare === undefined ? undefined : await startPinboard("pinboard-compare", { PINBOARD_REDIS_URL: redis.url }, [], extras.compare)
+  if (compare !== undefined) {
+    origins["pinboard-compare"] = compare.origin
+    proxyPid["pinboard-compare"] = compare.proc.pid
+  }
   await waitHealthy(pinboard)
   for (const started of observed) await waitHealthy(started)
+  if (compare !== undefined) await waitHealthy(compare)
   return {
     redis,
     worker,
@@ -118,7 +131,8 @@ export const startServers = async (redis: RedisServer, extras: Extras): Promise<
     undici,
     floors,
     observed,
-    targets: [...TARGETS, ...floorNames, ...observed.map((started) => started.target)],
+    compare,
+    targets: [...TARGETS, ...floorNames, ...observed.map((started) => started.target), ...(compare === undefined ? [] : (["pinboard-compare"] as const))],
     origins,
     proxyPid
   }
@@ -129,14 +143,15 @@ export interface PinboardProc {
   readonly origin: string
 }
 
-/** Starts `dist/main.js` on SERVER_CORE on a free port, with `env` naming its Redis; does not wait for it. */
+/** Starts `dist/main.js` (or another build's `main`) on SERVER_CORE on a free port, with `env` naming its Redis; does not wait for it. */
 export const startPinboard = async (
   name: string,
   env: Readonly<Record<string, string>>,
-  nodeFlags: ReadonlyArray<string> = []
+  nodeFlags: ReadonlyArray<string> = [],
+  main: string = MAIN
 ): Promise<PinboardProc> => {
   const port = await freePort()
-  const proc = spawnNode(name, SERVER_CORE, MAIN, [], {
+  const proc = spawnNode(name, SERVER_CORE, main, [], {
     ...process.env,
     ...env,
     PINBOARD_TOKEN: TOKEN,
