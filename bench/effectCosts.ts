@@ -14,14 +14,8 @@ import { RE_RESOLVE, REFUSAL_RE_PLACE, retryAfterFailure } from "../src/pipeline
 import { makeDeadlines, type DeadlinesService } from "../src/proxy/Deadlines.js"
 import { StaleResolve } from "../src/proxy/Signals.js"
 import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
+import { numberArg } from "./args.js"
 
-const argv = process.argv.slice(2)
-const numberArg = (name: string, fallback: number): number => {
-  const raw = argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
-  const value = raw === undefined ? fallback : Number(raw)
-  if (!(value > 0)) throw new Error(`--${name}= expects a positive number`)
-  return value
-}
 const FIBERS = Math.round(numberArg("fibers", 200_000))
 const ROUNDS = Math.round(numberArg("rounds", 5))
 const CONCURRENT = 128

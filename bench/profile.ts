@@ -28,22 +28,16 @@ import { measureLoad } from "./measure.js"
 import { pinPid, spawnNode, stopAll } from "./processes.js"
 import { table } from "./proxyReport.js"
 import { IDS, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { numberArg, textArg, flagArg } from "./args.js"
 
-const argv = process.argv.slice(2)
-const numberArg = (name: string, fallback: number): number => {
-  const raw = argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
-  const value = raw === undefined ? fallback : Number(raw)
-  if (!(value > 0)) throw new Error(`--${name}= expects a positive number`)
-  return value
-}
 const CONNECTIONS = Math.round(numberArg("connections", 32))
 const SECONDS = numberArg("seconds", 5)
 const WARMUP_S = numberArg("warmup", 1)
-const KEEP = argv.includes("--keep")
-const FLOOR = argv.includes("--floor")
+const KEEP = flagArg("keep")
+const FLOOR = flagArg("floor")
 /** `--large`: the 64 KiB GET instead of the 64-byte one. */
-const PATH = argv.includes("--large") ? "large" : "small"
-const MAIN = argv.find((a) => a.startsWith("--main="))?.slice("--main=".length)
+const PATH = flagArg("large") ? "large" : "small"
+const MAIN = textArg("main")
 
 interface ProfileNode {
   readonly id: number

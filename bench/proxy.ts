@@ -70,22 +70,16 @@ import {
   type Servers,
   type TargetName
 } from "./proxyTargets.js"
+import { numberArg, textArg, flagArg } from "./args.js"
 
-const argv = process.argv.slice(2)
-const numberArg = (name: string, fallback: number): number => {
-  const raw = argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
-  const value = raw === undefined ? fallback : Number(raw)
-  if (!(value > 0)) throw new Error(`--${name}= expects a positive number`)
-  return value
-}
 const ROUNDS = Math.round(numberArg("rounds", 2))
 const WINDOW_S = numberArg("seconds", 5)
 const WARMUP_S = numberArg("warmup", 1)
-const FLOORS = argv.includes("--floors")
-const CLUSTER_ONLY = argv.includes("--cluster-only")
-const CLUSTER = !argv.includes("--no-cluster")
-const OBSERVABILITY = argv.includes("--observability")
-const COMPARE = argv.find((a) => a.startsWith("--compare="))?.slice("--compare=".length)
+const FLOORS = flagArg("floors")
+const CLUSTER_ONLY = flagArg("cluster-only")
+const CLUSTER = !flagArg("no-cluster")
+const OBSERVABILITY = flagArg("observability")
+const COMPARE = textArg("compare")
 if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
 if (CLUSTER_ONLY && OBSERVABILITY) throw new Error("--cluster-only and --observability exclude each other")
 const SCENARIOS: ReadonlyArray<Scenario> = [

@@ -1,6 +1,6 @@
 // Timers for the forward's limits (seed "Limits"; src/pipeline/Policies.ts) at the cost of a
 // list append: the hot path cannot afford a fiber race per request (`Effect.timeout` costs
-// about 45 µs a request, a timer here about 1 µs: `npm run bench:effect`, bench/effectCosts.ts).
+// 43 to 47 µs a request, a timer here 1 to 3 µs: `npm run bench:effect`, docs/proxy.md).
 // Every duration has one list, in expiry order because every timer on it runs for the same
 // time, and one fiber that sleeps on the Clock until the list's head is due. So a TestClock
 // drives these timers like any other sleep.
