@@ -1,6 +1,6 @@
 // What Forward.ts and Tunnel.ts share: one exchange with a worker as an undici handler that
-// moves through phases under the seed's limits, and an Effect that waits for a phase (or
-// the exchange's end). The limits run on Deadlines, so a TestClock drives them.
+// moves through phases under the seed's limits, and an Effect that waits for the worker's
+// headers (or says why there are none). The limits run on Deadlines, so a TestClock drives them.
 import type { OutgoingHttpHeaders } from "node:http"
 import { Clock, Effect } from "effect"
 import type { Dispatcher } from "undici"
