@@ -89,4 +89,19 @@ describe("Pinboard-Attestation", () => {
       expect(token).toBe(makeAttestationSigner(attestationKey(TOKEN))(other, NOW_MS + 1_000))
     }
   })
+
+  it("forwards with a principal, a caller or a hostname are never answered from the kept tokens", async () => {
+    const fresh = makeAttestationSigner(attestationKey(TOKEN))
+    fresh(base, NOW_MS)
+    const alice = fresh({ ...base, principal: { subject: "alice", scopes: ["a"] } }, NOW_MS)
+    const bob = fresh({ ...base, principal: { subject: "bob", scopes: ["a"] } }, NOW_MS)
+    const called = fresh({ ...base, caller: "/rooms/r1" }, NOW_MS)
+    const hosted = fresh({ ...base, hostname: { env: "prod", host: "docs.example" } }, NOW_MS)
+    const verify = async (token: string) => (await jwtVerify(token, attestationKey(TOKEN), { currentDate: new Date(NOW_MS) })).payload
+    expect((await verify(alice)).sub).toBe("alice")
+    expect((await verify(bob)).sub).toBe("bob")
+    expect((await verify(called)).caller).toBe("/rooms/r1")
+    expect((await verify(hosted)).host).toBe("docs.example")
+    expect((await verify(fresh(base, NOW_MS))).sub).toBeUndefined()
+  })
 })
