@@ -27,7 +27,7 @@ import { startRedisServer } from "../test/support/RedisServer.js"
 import { measureLoad } from "./measure.js"
 import { pinPid, spawnNode, stopAll } from "./processes.js"
 import { table } from "./proxyReport.js"
-import { IDS, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 import { numberArg, textArg, flagArg } from "./args.js"
 
 const CONNECTIONS = Math.round(numberArg("connections", 32))
@@ -128,7 +128,7 @@ const heaviest = (profile: CpuProfile, samples: ReadonlyArray<readonly [number, 
 /** The floor, profiled (it exits on SIGTERM, as Pinboard does, so V8 writes the profile). */
 const startFloor = async (workerOrigin: string, redisPort: number, nodeFlags: ReadonlyArray<string>) => {
   const proc = spawnNode("undici + EVALSHA + Effect", SERVER_CORE, script("undiciProxy.js"), [workerOrigin, "evalsha-effect", String(redisPort)], process.env, nodeFlags)
-  const port = Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
+  const port = await listeningPort(proc)
   return { proc, origin: `http://127.0.0.1:${port}` }
 }
 
@@ -138,7 +138,7 @@ try {
   pinPid(process.pid, LOAD_CORE)
   pinPid(redis.pid, SERVER_CORE)
   const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
-  const workerOrigin = `http://127.0.0.1:${Number((await worker.waitForLine(/^listening (\d+)$/, 10_000))[1])}`
+  const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
   const profiling = ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
   const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : profiling, MAIN)
   await waitHealthy(pinboard)

@@ -79,7 +79,8 @@ export const originOf = (origins: Origins, target: TargetName): string => {
   return origin
 }
 
-const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
+/** The port a bench process prints as `listening <port>`. */
+export const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
 
 export interface Extras {
   readonly floors: boolean

@@ -16,7 +16,7 @@ export interface AttestationClaims {
   /** `"<ns>/<id>"` of the calling instance, for calls from an instance. */
   readonly caller: string | undefined
   /** Hostname-aware mode: the placement's env and the request's hostname (DESIGN 7). */
-  readonly hostname?: { readonly env: string; readonly host: string }
+  readonly hostname?: { readonly env: string; readonly host: string } | undefined
 }
 
 export const ATTESTATION_TTL_S = 60

@@ -43,7 +43,7 @@ const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>
  * succeeds pays for one frame and one closure.
  */
 const answering = <E extends { readonly reply: Reply }, R>(
-  handler: Effect.Effect<void, E, R>,
+  handler: Effect.Effect<unknown, E, R>,
   write: (reply: Reply) => void,
   note: ExchangeNote | undefined
 ): Effect.Effect<void, never, R> =>
@@ -68,12 +68,12 @@ const answering = <E extends { readonly reply: Reply }, R>(
 export const respond = <E extends { readonly reply: Reply }, R>(
   req: IncomingMessage,
   res: ServerResponse,
-  handler: Effect.Effect<void, E, R>,
+  handler: Effect.Effect<unknown, E, R>,
   note?: ExchangeNote
 ) => answering(handler, (reply) => writeReply(req, res, reply), note)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */
-export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<void, E, R>, note?: ExchangeNote) =>
+export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
   answering(handler, (reply) => writeBareStatus(socket, reply), note)
 
 /** What the client got: the status sent, or 499 (nginx's "client closed request") when nothing was. */

@@ -42,7 +42,8 @@ type AttemptError = DeliverError | StaleResolve | RefusedBy
 const release = (registry: RegistryService, request: ResolveRequest, placement: Placement) =>
   Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
 
-export type Deliver = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<void, DeliverError>
+/** Succeeds with what `finish` gave, or with the exchange when there is no `finish`. */
+export type Deliver = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<unknown, DeliverError>
 
 /** Made once per process: `now` is the Clock's time. */
 export const makeDeliver =
@@ -53,9 +54,9 @@ export const makeDeliver =
 
     // One resolve, inflight cap and send; `last`: sent however long after its resolve. Built
     // as it is run, so `resolvedAt` is when the resolve is asked.
-    const attempt = (request: ResolveRequest, last: boolean): Effect.Effect<Sent, AttemptError> => {
+    const attempt = (asked: ResolveRequest, last: boolean): Effect.Effect<Sent, AttemptError> => {
       const resolvedAt = now()
-      return Effect.flatMap(resolvePlacement(registry, request), (placement) => {
+      return Effect.flatMap(resolvePlacement(registry, asked), (placement) => {
         const worker = placement.worker
         const send = afterStep(cap.take(worker), () =>
           transport.send(placement, last ? Infinity : resolvedAt + RE_RESOLVE_AFTER_MS, () => cap.release(worker))
@@ -79,9 +80,9 @@ export const makeDeliver =
     }
 
     // A stale send resolves again (RE_RESOLVE); the last resolve it allows is sent as is.
-    const placeAndSend = (request: ResolveRequest): Effect.Effect<Sent, AttemptError> => {
+    const placeAndSend = (asked: ResolveRequest): Effect.Effect<Sent, AttemptError> => {
       let resolves = 1
-      return retryAfterFailure(attempt(request, false), RE_RESOLVE, () => attempt(request, ++resolves > MAX_RE_RESOLVES))
+      return retryAfterFailure(attempt(asked, false), RE_RESOLVE, () => attempt(asked, ++resolves > MAX_RE_RESOLVES))
     }
 
     // After a refusal, one re-place on another worker (REFUSAL_RE_PLACE); a second refusal,
@@ -97,5 +98,5 @@ export const makeDeliver =
     )
     // RefusedBy is answered above and StaleResolve never outlasts RE_RESOLVE (see AttemptError).
     const delivered = answered as Effect.Effect<Sent, DeliverError>
-    return transport.finish === undefined ? Effect.asVoid(delivered) : Effect.flatMap(delivered, transport.finish)
+    return transport.finish === undefined ? delivered : Effect.flatMap(delivered, transport.finish)
   }

@@ -20,7 +20,7 @@ import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
 import { Upstream } from "../proxy/Upstream.js"
 import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
-import { makeDeliver, type DeliverError } from "./Deliver.js"
+import { makeDeliver, type DeliverError, type Transport } from "./Deliver.js"
 import { readCaller, type AttestationError, type Caller } from "./steps/Attestation.js"
 import { checkCallerScope } from "./steps/CallerScope.js"
 import { admitByRule, type Principal, type RuleError } from "./steps/DataPlaneRule.js"
@@ -112,7 +112,7 @@ const outboundOf = (
         depth: admitted.depth,
         principal: admitted.principal,
         caller: caller === undefined ? undefined : `${caller.namespace}/${caller.id}`,
-        ...(admitted.hostname === "" ? {} : { hostname: { env: placement.env, host: admitted.hostname } })
+        hostname: admitted.hostname === "" ? undefined : { env: placement.env, host: admitted.hostname }
       })
     }),
     sendBy,
@@ -122,14 +122,14 @@ const outboundOf = (
 
 export interface InstancePipeline {
   /** `note` learns the namespace, id, worker and epoch as the pipeline does (metrics, access log). */
-  readonly request: (req: IncomingMessage, res: ServerResponse, note: ExchangeNote) => Effect.Effect<void, InstanceError>
+  readonly request: (req: IncomingMessage, res: ServerResponse, note: ExchangeNote) => Effect.Effect<unknown, InstanceError>
   readonly upgrade: (
     req: IncomingMessage,
     client: Duplex,
     head: Buffer,
     tunnels: TunnelSet,
     note: ExchangeNote
-  ) => Effect.Effect<void, InstanceError>
+  ) => Effect.Effect<unknown, InstanceError>
 }
 
 export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppConfig | Auth | Registry | InflightCap | Upstream | Deadlines> =
@@ -142,28 +142,34 @@ export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppCon
     const { hostnameAware } = config
     const affinityKey = config.affinity.key
 
+    /** Admits the request, then delivers it over the transport made for it. Suspended: what the
+     * steps decide at once is decided in the fiber, so a throw is a defect there (500). */
+    const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (admitted: Admitted) => Transport<Sent>) =>
+      Effect.suspend(() =>
+        afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) =>
+          deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), transportFor(admitted))
+        )
+      )
+
     return {
-      // Suspended: what the steps decide at once is decided in the fiber, so a throw is a defect there (500).
       request: (req, res, note) =>
-        Effect.suspend(() => afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) => {
+        route(req, note, (admitted) => {
           const withBody = hasBody(req.headers)
           // No finish: the body streams on by itself once the headers are relayed.
-          return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
+          return {
             canRePlace: !withBody,
             send: (placement, sendBy, settled) =>
               sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled), withBody)
-          })
-        })),
+          }
+        }),
       upgrade: (req, client, head, tunnels, note) =>
-        Effect.suspend(() => afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) =>
-          deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), {
-            canRePlace: true,
-            send: (placement, sendBy, settled) => sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled)),
-            finish: (exchange) => {
-              note.status = exchange.statusCode
-              return openTunnel(exchange, client, head, tunnels)
-            }
-          })
-        ))
+        route(req, note, (admitted) => ({
+          canRePlace: true,
+          send: (placement, sendBy, settled) => sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled)),
+          finish: (exchange) => {
+            note.status = exchange.statusCode
+            return openTunnel(exchange, client, head, tunnels)
+          }
+        }))
     }
   })

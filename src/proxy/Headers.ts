@@ -14,7 +14,7 @@ const hopByHop = (headers: HeaderMap): ((name: string) => boolean) => {
   const connection = headers.connection
   if (connection === undefined || connection === "keep-alive" || connection === "close") return isFixedHopByHop
   const listed = new Set(
-    String(headers.connection ?? "")
+    String(connection)
       .split(",")
       .map((name) => name.trim().toLowerCase())
       .filter((name) => name !== "")

@@ -122,10 +122,14 @@ export const makeRedisBackend = (
   const tags = Array.from({ length: buckets }, (_, b) => `{${prefix}:${b}}`)
   const commands = client as unknown as Record<string, (...args: Array<string>) => Promise<unknown>>
 
+  /** One script call with its whole argument list (keys first), reported to `observe`. */
+  const invoke = <A>(name: ScriptName, args: ReadonlyArray<string>) => {
+    const run = () => commands[`pinboard_${name}`]!.apply(client, args as Array<string>) as Promise<A>
+    return observe === undefined ? run() : observed(observe, name, run, () => false)
+  }
   const call = <A>(name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) => {
     const tag = tags[bucket]!
-    const run = () => commands[`pinboard_${name}`]!(`${tag}:cold`, tag, String(now), ...args) as Promise<A>
-    return observe === undefined ? run() : observed(observe, name, run, () => false)
+    return invoke<A>(name, [`${tag}:cold`, tag, String(now), ...args])
   }
   const attempt = <A>(run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
@@ -148,10 +152,8 @@ export const makeRedisBackend = (
   ]
   // The resolve batch's arguments before its queries, made once per bucket: keys, now (unused), policy.
   const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, "0", ...policyArgs])
-  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<ResolveOutcome>> => {
-    const run = () => commands["pinboard_resolve"]!.apply(client, resolveHeads[bucket]!.concat(queries)) as Promise<ReadonlyArray<string>>
-    return (observe === undefined ? run() : observed(observe, "resolve", run, () => false)).then((replies) => replies.map(decodeResolve))
-  }
+  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<ResolveOutcome>> =>
+    invoke<ReadonlyArray<string>>("resolve", resolveHeads[bucket]!.concat(queries)).then((replies) => replies.map(decodeResolve))
   const resolveBatched = makeBatcher(buckets, sendResolves, (cause) => new RegistryUnavailable({ cause }))
 
   return {

@@ -26,6 +26,7 @@ import type {
   RegisterOutcome,
   RegistryPolicy,
   ResolveOutcome,
+  ResolveQuery,
   WindDownEntry,
   WindDownOutcome,
   WorkerRegistration,
@@ -240,8 +241,8 @@ export const makeRegistry = (
       const pair = request.hostname === "" ? undefined : bindingKey(request.hostname, request.namespace)
       const resolveIn = (env: string) =>
         Effect.clockWith((clock) =>
-          Effect.flatMap(twoRandomNumbers, (dice) =>
-            backend.resolve(bucketOf(env, request.namespace, request.id, backend.buckets), clock.unsafeCurrentTimeMillis(), {
+          Effect.flatMap(twoRandomNumbers, (dice) => {
+            const query: ResolveQuery = {
               env,
               namespace: request.namespace,
               id: request.id,
@@ -252,8 +253,9 @@ export const makeRegistry = (
               excluded: request.excluded,
               r1: Math.floor(dice / DICE) / DICE,
               r2: (dice % DICE) / DICE
-            })
-          )
+            }
+            return backend.resolve(bucket(query), clock.unsafeCurrentTimeMillis(), query)
+          })
         )
       const env = (pair === undefined ? undefined : boundEnvs.get(pair)) ?? request.env
       return Effect.flatMap(resolveIn(env), (outcome) => {

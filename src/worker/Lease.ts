@@ -136,6 +136,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         Effect.tapError((error) => Effect.logWarning(`pinboard worker: heartbeat failed (${String(error.error)}); retrying`)),
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie,
+        // Raised after the retry, which must retry failed calls only, never a 410.
         Effect.flatMap((renewed) => (renewed ? Effect.void : Effect.fail(new LeaseLost())))
       )
 
