@@ -64,9 +64,9 @@ export const isValidNamespace = (namespace: string): boolean =>
   namespace.charCodeAt(0) === 0x2f /* / */ && isNamespaceNameAt(namespace, 1, namespace.length)
 
 // Absolute-form (`http://host:port/path?q`, RFC 9112 3.2.2): index where the
-// path starts, or -1 when there is no path (`http://host`, `http://host?q`) or
-// the target is not absolute-form (`*`, authority-form).
-const absoluteFormPathStart = (url: string): number => {
+// authority starts (after `scheme://`), or -1 when the target is not absolute-form
+// (origin-form, `*`, authority-form).
+const absoluteFormAuthorityStart = (url: string): number => {
   const colon = url.indexOf(":")
   if (colon < 1 || url.charCodeAt(colon + 1) !== 0x2f || url.charCodeAt(colon + 2) !== 0x2f) return -1
   for (let i = 0; i < colon; i++) {
@@ -74,12 +74,38 @@ const absoluteFormPathStart = (url: string): number => {
     const alpha = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
     if (!(alpha || (i > 0 && ((c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e)))) return -1
   }
-  for (let i = colon + 3; i < url.length; i++) {
+  return colon + 3
+}
+
+/** Where the authority that starts at `from` ends: the path, the query, the fragment or the end. */
+const authorityEnd = (url: string, from: number): number => {
+  for (let i = from; i < url.length; i++) {
     const c = url.charCodeAt(i)
-    if (c === 0x2f /* / */) return i
-    if (c === 0x3f /* ? */ || c === 0x23 /* # */) return -1
+    if (c === 0x2f /* / */ || c === 0x3f /* ? */ || c === 0x23 /* # */) return i
   }
-  return -1
+  return url.length
+}
+
+// Index where an absolute-form target's path starts, or -1 when there is no path
+// (`http://host`, `http://host?q`) or the target is not absolute-form.
+const absoluteFormPathStart = (url: string): number => {
+  const from = absoluteFormAuthorityStart(url)
+  if (from < 0) return -1
+  const end = authorityEnd(url, from)
+  return url.charCodeAt(end) === 0x2f ? end : -1
+}
+
+/**
+ * The host and port an absolute-form target names (`b.example:8080` in
+ * `http://user@b.example:8080/x`), which RFC 9112 3.2.2 puts before `Host`;
+ * undefined for any other form.
+ */
+export const absoluteFormAuthority = (rawUrl: string): string | undefined => {
+  if (rawUrl.charCodeAt(0) === 0x2f) return undefined
+  const from = absoluteFormAuthorityStart(rawUrl)
+  if (from < 0) return undefined
+  const authority = rawUrl.slice(from, authorityEnd(rawUrl, from))
+  return authority.slice(authority.lastIndexOf("@") + 1)
 }
 
 /**

@@ -28,6 +28,32 @@ const RETRY_SOON_MS = 1000
 
 export const retryAfterSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
+// --- The HTTP message (RFC 9112; docs/proxy.md "What every client gets"), before any route ---
+
+export class MissingHost extends Schema.TaggedError<MissingHost>()("MissingHost", {}) {
+  get reply(): Reply {
+    return json(400, "missing Host header")
+  }
+}
+
+export class RepeatedHost extends Schema.TaggedError<RepeatedHost>()("RepeatedHost", {}) {
+  get reply(): Reply {
+    return json(400, "more than one Host header")
+  }
+}
+
+export class TransferCodingNotImplemented extends Schema.TaggedError<TransferCodingNotImplemented>()("TransferCodingNotImplemented", {}) {
+  get reply(): Reply {
+    return json(501, "transfer coding not implemented")
+  }
+}
+
+export class ConnectNotImplemented extends Schema.TaggedError<ConnectNotImplemented>()("ConnectNotImplemented", {}) {
+  get reply(): Reply {
+    return json(501, "CONNECT not implemented")
+  }
+}
+
 // --- Addressing (routing.md "Addressing") ---
 
 export class IdEmpty extends Schema.TaggedError<IdEmpty>()("IdEmpty", {}) {
@@ -79,12 +105,6 @@ export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>
 }
 
 // --- Hostname-aware mode (routing.md "Hostname-aware mode", DESIGN 8) ---
-
-export class MissingHost extends Schema.TaggedError<MissingHost>()("MissingHost", {}) {
-  get reply(): Reply {
-    return json(400, "missing Host header")
-  }
-}
 
 export class TakeoverInProgress extends Schema.TaggedError<TakeoverInProgress>()("TakeoverInProgress", {
   retryAfterMs: Schema.Number
@@ -165,7 +185,11 @@ export class DepthExceeded extends Schema.TaggedError<DepthExceeded>()("DepthExc
 
 // --- Forwarding (seed "Errors", "In-band refusal", "Limits"; DESIGN 9) ---
 
-export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", { cause: Schema.optional(Schema.Defect) }) {
+/** `reason` says why, in the access log and the debug log: see proxy/GatewayFailure.ts. */
+export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", {
+  reason: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
   get reply(): Reply {
     return text(502, "bad gateway")
   }
@@ -174,6 +198,10 @@ export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", {
 export class ClientAborted extends Schema.TaggedError<ClientAborted>()("ClientAborted", {}) {
   get reply(): Reply {
     return empty(502)
+  }
+
+  get reason(): string {
+    return "client closed before the forward"
   }
 }
 
@@ -262,6 +290,10 @@ export const internalError: Reply = json(500, "internal error")
 
 /** Every error Pinboard answers with a catalogue row. */
 export type CatalogueError =
+  | MissingHost
+  | RepeatedHost
+  | TransferCodingNotImplemented
+  | ConnectNotImplemented
   | IdEmpty
   | IdTooLong
   | IdBadCharacters
@@ -269,7 +301,6 @@ export type CatalogueError =
   | RegistryColdStart
   | NoLiveBackends
   | RegistryUnavailable
-  | MissingHost
   | TakeoverInProgress
   | PlacementHeldByAnotherHostname
   | HostnameBindingDisplaced
@@ -303,6 +334,10 @@ interface Row {
 
 /** Every row, with an example and when it is written: the source of docs/errors.md. */
 export const catalogue = [
+  { example: new MissingHost(), when: "An HTTP/1.1 request without `Host` (RFC 9112 3.2), on any path; in hostname-aware mode any request without one, HTTP/1.0 included." },
+  { example: new RepeatedHost(), when: "The request has more than one `Host` header line (RFC 9112 3.2), in either mode and on any path." },
+  { example: new TransferCodingNotImplemented(), when: "The request's `Transfer-Encoding` names a coding other than `chunked` (`gzip, chunked`, say): Pinboard does not decode it (RFC 9112 6.1)." },
+  { example: new ConnectNotImplemented(), when: "A `CONNECT` request: Pinboard is not a forward proxy. Answered as a bare status line (no body), and the connection closes." },
   { example: new IdEmpty(), when: "The id segment is empty (`/threads//x`)." },
   { example: new IdTooLong(), when: "The id is longer than 256 characters." },
   { example: new IdBadCharacters(), when: "The id has a character outside `[A-Za-z0-9._~-]` (`%` included: ids are not decoded)." },
@@ -310,7 +345,6 @@ export const catalogue = [
   { example: new RegistryColdStart({ retryAfterMs: 15_000 }), when: "The id's bucket is in its cold start (one lease after its first use); `Retry-After` is the time left." },
   { example: new NoLiveBackends(), when: "No worker of the namespace can take a new placement (all lapsed, draining, degraded, short of lease, or excluded)." },
   { example: new RegistryUnavailable({}), when: "Redis is unreachable or slower than 1 s." },
-  { example: new MissingHost(), when: "Hostname-aware mode, and the request has no `Host` header." },
   { example: new TakeoverInProgress({ retryAfterMs: 15_000 }), when: "Hostname-aware mode, `wind_down` takeover: the id's owner on another hostname has until its deadline to release; `Retry-After` is the time left." },
   { example: new PlacementHeldByAnotherHostname(), when: "Hostname-aware mode, `deny` takeover: the id is placed on a worker of another hostname." },
   { example: new HostnameBindingDisplaced({ retryAfterMs: 15_000 }), when: "Hostname-aware mode: the `(hostname, namespace)` pair was rebound to another env less than one lease ago; new ids wait." },
@@ -322,7 +356,7 @@ export const catalogue = [
   { example: new AttestationExpired(), when: "A `Pinboard-Caller` token past its `exp`." },
   { example: new StaleAttestation(), when: "A `Pinboard-Caller` token whose instance is no longer placed at that epoch on that worker." },
   { example: new DepthExceeded(), when: "A call from an instance would go deeper than 50." },
-  { example: new BadGateway({}), when: "The worker was unreachable or failed before sending response headers (a new placement is released first)." },
+  { example: new BadGateway({ reason: "connect refused" }), when: "The worker was unreachable or failed before sending response headers (a new placement is released first). The access log's `reason` says why: `connect refused`, `connect timeout`, `reset before headers`, `header overflow`, `parse error`..." },
   { example: new ClientAborted(), when: "The client went away before the forward started; nothing was sent to the worker." },
   { example: new UpstreamTimeout(), when: "No response headers within `forwards.timeoutMs` (30 s) of the request being sent; a streaming body is never cut by it." },
   { example: new WorkerAtCapacity(), when: "More than `forwards.maxInflight` forwards to the worker await headers in this Pinboard process." },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as fc } from "effect"
 import {
+  absoluteFormAuthority,
   type Address,
   type AddressError,
   formatAddress,
@@ -97,6 +98,17 @@ describe("parseAddress", () => {
     expect(tagOf("http://host?/ns/id")).toBe("UnknownNamespace")
     expect(tagOf("http://host/ns")).toBe("UnknownNamespace")
     expect(tagOf("http://host/ns//x")).toBe("IdEmpty")
+  })
+
+  it("an absolute-form target's authority is its host and port, without userinfo; other forms have none", () => {
+    expect(absoluteFormAuthority("http://B.example:8080/ns/id?x=1")).toBe("B.example:8080")
+    expect(absoluteFormAuthority("https://user:pw@b.example/ns/id")).toBe("b.example")
+    expect(absoluteFormAuthority("http://[::1]:80?q")).toBe("[::1]:80")
+    expect(absoluteFormAuthority("http://b.example")).toBe("b.example")
+    expect(absoluteFormAuthority("http:///ns/id")).toBe("")
+    expect(absoluteFormAuthority("/ns/id")).toBeUndefined()
+    expect(absoluteFormAuthority("*")).toBeUndefined()
+    expect(absoluteFormAuthority("b.example:443")).toBeUndefined()
   })
 
   describe("no id segment: unknown namespace", () => {

@@ -6,18 +6,20 @@ import type { Duplex } from "node:stream"
 import { Cause, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { Auth } from "../auth/Auth.js"
-import { internalError, MethodNotAllowed, type Reply } from "../Errors.js"
-import { makeInstancePipeline } from "../pipeline/Pipeline.js"
+import { ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
+import { makeInstancePipeline, type InstanceError } from "../pipeline/Pipeline.js"
 import { exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { InflightCap } from "../pipeline/steps/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
+import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./registry/RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
+import { isWebSocketOffer, serveAsRequest } from "./UpgradeOffer.js"
 
 type Route = "healthz" | "readyz" | "registry" | "instance"
 
@@ -37,35 +39,60 @@ const routeOf = (url: string): Route => {
 const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
   isReadMethod(req.method) ? answer : new MethodNotAllowed()
 
+/** What a handler's error channel holds: catalogue errors, some saying why (`reason`). */
+interface Answerable {
+  readonly _tag: string
+  readonly reply: Reply
+  readonly reason?: string
+  readonly cause?: unknown
+}
+
+/** A 502's why, at debug level in the error log (the access log has it too, as `reason`). */
+const logBadGateway = (error: Answerable, note: ExchangeNote | undefined) =>
+  Effect.logDebug("bad gateway").pipe(
+    Effect.annotateLogs({
+      error: error._tag,
+      reason: error.reason,
+      namespace: note?.namespace,
+      id: note?.id,
+      worker: note?.worker,
+      epoch: note?.epoch,
+      cause: error.cause === undefined ? undefined : String(error.cause)
+    })
+  )
+
 /**
  * Every error in a handler's channel carries its catalogue reply; anything else is a
  * defect, logged and answered `500 internal error`. One catch, so that a request that
  * succeeds pays for one frame and one closure.
  */
-const answering = <E extends { readonly reply: Reply }, R>(
+const answering = <E extends Answerable, R>(
   handler: Effect.Effect<unknown, E, R>,
   write: (reply: Reply) => void,
   note: ExchangeNote | undefined
 ): Effect.Effect<void, never, R> =>
   Effect.catchAllCause(handler, (cause) => {
-    const answer = (tag: string, reply: Reply) => {
+    const answer = (tag: string, reply: Reply, reason: string | undefined) => {
       if (note !== undefined) {
         note.error = tag
         note.status = reply.status
+        note.reason = reason
       }
       write(reply)
     }
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure)) {
       const error = failure.value
-      return Effect.sync(() => answer((error as { readonly _tag?: string })._tag ?? "Error", error.reply))
+      const reply = error.reply
+      const written = Effect.sync(() => answer(error._tag, reply, error.reason))
+      return reply.status === 502 ? Effect.zipRight(logBadGateway(error, note), written) : written
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.void
-    return Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => answer("InternalError", internalError)))
+    return Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => answer("InternalError", internalError, undefined)))
   })
 
 /** `note`, if given, learns the catalogue error answered and its status. */
-export const respond = <E extends { readonly reply: Reply }, R>(
+export const respond = <E extends Answerable, R>(
   req: IncomingMessage,
   res: ServerResponse,
   handler: Effect.Effect<unknown, E, R>,
@@ -73,7 +100,7 @@ export const respond = <E extends { readonly reply: Reply }, R>(
 ) => answering(handler, (reply) => writeReply(req, res, reply), note)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */
-export const respondBare = <E extends { readonly reply: Reply }, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
+export const respondBare = <E extends Answerable, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
   answering(handler, (reply) => writeBareStatus(socket, reply), note)
 
 /** What the client got: the status sent, or 499 (nginx's "client closed request") when nothing was. */
@@ -92,25 +119,32 @@ export const ServerLive = Layer.scopedDiscard(
     metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
     const observer = exchangeObserver(metrics, config.log.access)
 
-    const instance = (req: IncomingMessage, res: ServerResponse) => {
+    // A request RFC 9112 rules out (http/Message.ts) is answered before the pipeline; an
+    // instance request's answer is observed all the same.
+    const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) => {
       const note: ExchangeNote = {}
-      if (observer.idle) return respond(req, res, pipeline.request(req, res, note))
+      const handler: Effect.Effect<unknown, InstanceError | MessageError> = refused ?? pipeline.request(req, res, note)
+      if (observer.idle) return respond(req, res, handler, note)
       const startedAt = performance.now()
       res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
-      return respond(req, res, pipeline.request(req, res, note), note)
+      return respond(req, res, handler, note)
     }
 
     const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const note: ExchangeNote = {}
-      if (observer.idle) return respondBare(socket, pipeline.upgrade(req, socket, head, tunnels, note))
+      const handler: Effect.Effect<unknown, InstanceError | MessageError> = messageError(req) ?? pipeline.upgrade(req, socket, head, tunnels, note)
+      if (observer.idle) return respondBare(socket, handler, note)
       const startedAt = performance.now()
-      return respondBare(socket, pipeline.upgrade(req, socket, head, tunnels, note), note).pipe(
+      return respondBare(socket, handler, note).pipe(
         Effect.ensuring(Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
       )
     }
 
     const handle = (req: IncomingMessage, res: ServerResponse) => {
-      switch (routeOf(req.url ?? "/")) {
+      const route = routeOf(req.url ?? "/")
+      const refused = messageError(req)
+      if (refused !== undefined && route !== "instance") return respond(req, res, Effect.fail(refused))
+      switch (route) {
         case "healthz":
           return respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
         case "readyz":
@@ -118,7 +152,7 @@ export const ServerLive = Layer.scopedDiscard(
         case "registry":
           return respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
         case "instance":
-          return instance(req, res)
+          return instance(req, res, refused)
       }
     }
 
@@ -137,10 +171,17 @@ export const ServerLive = Layer.scopedDiscard(
       if (shuttingDown) res.shouldKeepAlive = false
       run(handle(req, res))
     })
-    // Every upgrade is an instance request, `/healthz` and `/registry/*` included (seed "WebSockets").
+    // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
+    // "WebSockets"); any other offer is served as the ordinary request it also is.
     server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!isWebSocketOffer(req.headers.upgrade)) return serveAsRequest(server, req, socket, head)
       socket.on("error", () => socket.destroy())
       run(upgrade(req, socket, head))
+    })
+    // Pinboard is no forward proxy: a bare status line, then the connection closes.
+    server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+      socket.on("error", () => socket.destroy())
+      writeBareStatus(socket, new ConnectNotImplemented().reply)
     })
     yield* Effect.async<void, Error>((resume) => {
       server.once("error", (error) => resume(Effect.fail(error)))

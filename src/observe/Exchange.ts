@@ -12,6 +12,8 @@ export interface ExchangeNote {
   epoch?: string
   /** The catalogue error Pinboard answered with, and that answer's status. */
   error?: string
+  /** Why, where the error says (a 502's cause: `connect refused`, `header overflow`...). */
+  reason?: string | undefined
   status?: number
 }
 
@@ -44,7 +46,8 @@ export const exchangeObserver = (metrics: MetricsService, accessLog: boolean): E
       duration_ms: Math.round(seconds * 1e6) / 1e3,
       worker: note.worker,
       epoch: note.epoch,
-      error: note.error
+      error: note.error,
+      reason: note.reason
     })
   }
 })

@@ -65,7 +65,7 @@ export const makeDeliver =
           switch (error._tag) {
             // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
             case "ConnectFailed":
-              return Effect.zipRight(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ cause: error.cause }))
+              return Effect.zipRight(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
             case "Refused":
               refusedBy = worker
               return Effect.zipRight(

@@ -59,7 +59,7 @@ const admit = (
     return afterStep(readCaller(auth, registry, headers), (caller) =>
       afterStep(depthOf(caller), (depth) =>
         afterStep(admitByRule(auth.rules, address.namespace, headers, caller), (admission) =>
-          afterStep(bindingOf(headers, hostnameAware), (hostname) =>
+          afterStep(bindingOf(rawUrl, headers, hostnameAware), (hostname) =>
             afterStep(checkCallerScope(admission, caller), () =>
               Effect.succeed({ address, caller, depth, principal: admission.principal, hostname })
             )

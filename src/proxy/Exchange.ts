@@ -1,12 +1,13 @@
 // What Forward.ts and Tunnel.ts share: one exchange with a worker as an undici handler that
 // moves through phases under the seed's limits, and an Effect that waits for the worker's
 // headers (or says why there are none). The limits run on Deadlines, so a TestClock drives them.
-import type { OutgoingHttpHeaders } from "node:http"
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { Clock, Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { BadGateway, ClientAborted, UpstreamTimeout } from "../Errors.js"
 import { forwardLimits, type ForwardLimits } from "../pipeline/Policies.js"
 import type { DeadlinesService, Timer } from "./Deadlines.js"
+import { connectFailureReason, headersFailureReason } from "./GatewayFailure.js"
 import { isRefusal } from "./Headers.js"
 import { ConnectFailed, Refused, StaleResolve } from "./Signals.js"
 import type { UpstreamClient } from "./Upstream.js"
@@ -171,16 +172,17 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     if (!this.refused) this.relay(controller, chunk)
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     this.timer.cancel()
-    if (!this.refused) this.relayEnd()
+    if (!this.refused) this.relayEnd(trailers)
     this.advance(Phase.Done)
   }
 
   /** A chunk of the worker's body (none comes after a 101). */
   protected relay(_controller: Dispatcher.DispatchController, _chunk: Buffer): void {}
 
-  protected relayEnd(): void {}
+  /** The body is over; a chunked body's trailers came with it (undici reads them, none: `{}`). */
+  protected relayEnd(_trailers: IncomingHttpHeaders): void {}
 
   /** The worker's headers are in: the header limit is met. */
   protected headersIn(): void {
@@ -207,8 +209,9 @@ const headersOutcome = <X extends Exchange>(exchange: X, clientGone: () => boole
   if (exchange.phase >= Phase.Headers) return exchange.refused ? new Refused() : Effect.succeed(exchange)
   if (exchange.stale) return new StaleResolve()
   if (exchange.phase === Phase.Connecting) {
-    return new ConnectFailed({ cause: exchange.expired === "connect" ? "connect timeout" : exchange.failure })
+    const timedOut = exchange.expired === "connect"
+    return new ConnectFailed({ reason: connectFailureReason(exchange.failure, timedOut), cause: timedOut ? "connect timeout" : exchange.failure })
   }
   if (exchange.expired === "headers") return new UpstreamTimeout()
-  return clientGone() ? new ClientAborted() : new BadGateway({ cause: exchange.failure })
+  return clientGone() ? new ClientAborted() : new BadGateway({ reason: headersFailureReason(exchange.failure), cause: exchange.failure })
 }

@@ -2,13 +2,13 @@
 // "Limits"). `sendRequest` dispatches and waits for the worker's headers, which it relays;
 // there the request's fiber ends (the inflight cap covers only that wait), and the exchange
 // streams the body to the client by itself, under the body-idle limit.
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
 import { awaitHeaders, Exchange, Phase, type ForwardContext, type Outbound, type SendError } from "./Exchange.js"
-import { relayResponseHeaders } from "./Headers.js"
+import { relayResponseHeaders, relayTrailers } from "./Headers.js"
 
 class HttpExchange extends Exchange {
   constructor(
@@ -41,7 +41,10 @@ class HttpExchange extends Exchange {
     }
   }
 
-  protected override relayEnd(): void {
+  /** node:http sends trailers only on a chunked response, as the worker's was if it had any. */
+  protected override relayEnd(trailers: IncomingHttpHeaders): void {
+    const relayed = relayTrailers(trailers)
+    if (relayed !== undefined) this.res.addTrailers(relayed)
     this.res.end()
   }
 

@@ -4,7 +4,9 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 /** Headers as node:http and undici hand them over: lowercase names. */
 type HeaderMap = Readonly<Record<string, string | Array<string> | undefined>>
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"])
+// `http2-settings` belongs to an h2c upgrade offer, which Pinboard declines (RFC 9113 3.2.1:
+// connection-specific), whether or not `Connection` names it.
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "http2-settings"])
 
 const isFixedHopByHop = (name: string): boolean => HOP_BY_HOP.has(name) || name.startsWith("proxy-")
 
@@ -48,6 +50,20 @@ export const relayResponseHeaders = (headers: HeaderMap, origin: string | undefi
   }
   out["x-accel-buffering"] = "no"
   return withCors(out, origin)
+}
+
+/**
+ * A chunked response's trailer fields, relayed as the worker sent them less the hop-by-hop and
+ * `Pinboard-*` names the headers lose; undefined when there are none (the common case).
+ */
+export const relayTrailers = (trailers: HeaderMap): OutgoingHttpHeaders | undefined => {
+  let out: OutgoingHttpHeaders | undefined
+  for (const name in trailers) {
+    if (isFixedHopByHop(name) || name.startsWith("pinboard-") || name === "pinned-refusal") continue
+    if (out === undefined) out = {}
+    out[name] = trailers[name]
+  }
+  return out
 }
 
 /** The seed's in-band refusal: `503` with `Pinned-Refusal: lease-unhealthy`. */

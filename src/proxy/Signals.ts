@@ -2,8 +2,8 @@
 // client as such; Deliver turns each into the retry or the catalogue row routing.md names.
 import { Data } from "effect"
 
-/** The TCP connection to the worker failed or timed out: nothing was sent. */
-export class ConnectFailed extends Data.TaggedError("ConnectFailed")<{ readonly cause: unknown }> {}
+/** The TCP connection to the worker failed or timed out: nothing was sent. `reason`: GatewayFailure.ts. */
+export class ConnectFailed extends Data.TaggedError("ConnectFailed")<{ readonly reason: string; readonly cause: unknown }> {}
 
 /** The worker answered `503` with `Pinned-Refusal: lease-unhealthy`; its answer was dropped. */
 export class Refused extends Data.TaggedError("Refused")<{}> {}

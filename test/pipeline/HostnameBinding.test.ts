@@ -1,6 +1,6 @@
 // Step 5's hostname (routing.md "Hostname-aware mode", DESIGN 11 "Hostname claims"): the Host
-// header lowercased, its port stripped; none is 400 missing Host header; outside the mode,
-// nothing is read.
+// header (or an absolute-form target's authority) lowercased, its port stripped; none is 400
+// missing Host header; outside the mode, nothing is read.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import { bindingOf, hostnameOf } from "../../src/pipeline/steps/HostnameBinding.js"
@@ -23,16 +23,29 @@ describe("the request's hostname", () => {
 
   it.effect("in hostname-aware mode: the hostname, or 400 missing Host header", () =>
     Effect.gen(function* () {
-      expect(yield* bindingOf({ host: "A.example:443" }, true)).toBe("a.example")
-      const missing = yield* Effect.either(bindingOf({}, true))
+      expect(yield* bindingOf("/docs/x", { host: "A.example:443" }, true)).toBe("a.example")
+      const missing = yield* Effect.either(bindingOf("/docs/x", {}, true))
       expect(Either.isLeft(missing) && missing.left.reply).toMatchObject({ status: 400 })
+    })
+  )
+
+  it.effect("an absolute-form target names the hostname in place of Host (RFC 9112 3.2.2)", () =>
+    Effect.gen(function* () {
+      expect(yield* bindingOf("http://B.example/docs/x", { host: "a.example" }, true)).toBe("b.example")
+      expect(yield* bindingOf("http://user:pw@b.example:8080/docs/x?q=1", { host: "a.example" }, true)).toBe("b.example")
+      expect(yield* bindingOf("https://[::1]:8443/docs/x", {}, true)).toBe("[::1]")
+      // No Host is needed beside it (HTTP/1.0); an empty authority names no hostname.
+      expect(yield* bindingOf("http://b.example/docs/x", {}, true)).toBe("b.example")
+      const empty = yield* Effect.either(bindingOf("http:///docs/x", { host: "a.example" }, true))
+      expect(Either.isLeft(empty) && empty.left._tag).toBe("MissingHost")
+      expect(yield* bindingOf("http://b.example/docs/x", { host: "a.example" }, false)).toBe("")
     })
   )
 
   it.effect("outside it: no hostname, whatever Host says", () =>
     Effect.gen(function* () {
-      expect(yield* bindingOf({}, false)).toBe("")
-      expect(yield* bindingOf({ host: "a.example" }, false)).toBe("")
+      expect(yield* bindingOf("/docs/x", {}, false)).toBe("")
+      expect(yield* bindingOf("/docs/x", { host: "a.example" }, false)).toBe("")
     })
   )
 })

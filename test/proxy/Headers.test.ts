@@ -1,11 +1,11 @@
 // The header rules of the seed's "Request headers", "Pinboard adds" and "Response", pure.
 import { describe, expect, it } from "vitest"
-import { forwardRequestHeaders, isRefusal, relayResponseHeaders, withCors } from "../../src/proxy/Headers.js"
+import { forwardRequestHeaders, isRefusal, relayResponseHeaders, relayTrailers, withCors } from "../../src/proxy/Headers.js"
 
 const added = { epoch: "42", peer: "10.0.0.9", attestation: "signed" }
 
 describe("request headers", () => {
-  it("strips hop-by-hop headers, those named in Connection, Host, Pinboard-* and Expect", () => {
+  it("strips hop-by-hop headers (HTTP2-Settings among them), those named in Connection, Host, Pinboard-* and Expect", () => {
     const out = forwardRequestHeaders(
       {
         connection: "keep-alive, x-listed, X-Other",
@@ -14,6 +14,7 @@ describe("request headers", () => {
         trailer: "x-t",
         "transfer-encoding": "chunked",
         upgrade: "websocket",
+        "http2-settings": "AAMAAABkAAQCAAAAAAIAAAAA",
         "proxy-authorization": "Basic x",
         "proxy-connection": "keep-alive",
         "x-listed": "1",
@@ -44,6 +45,17 @@ describe("request headers", () => {
     const out = forwardRequestHeaders({ "x-a": "1", "x-b": ["2", "3"] as unknown as string }, added)
     expect(out["x-a"]).toBe("1")
     expect(out["x-b"]).toEqual(["2", "3"])
+  })
+})
+
+describe("response trailers", () => {
+  it("relayed as the worker sent them, less hop-by-hop and Pinboard-* names; none: undefined", () => {
+    expect(relayTrailers({})).toBeUndefined()
+    expect(relayTrailers({ "pinboard-epoch": "3", connection: "close" })).toBeUndefined()
+    expect(relayTrailers({ "x-checksum": "abc", "server-timing": ["db;dur=3", "app;dur=5"], "pinned-refusal": "x", "proxy-x": "1" })).toEqual({
+      "x-checksum": "abc",
+      "server-timing": ["db;dur=3", "app;dur=5"]
+    })
   })
 })
 

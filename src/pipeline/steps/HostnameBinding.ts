@@ -1,10 +1,12 @@
 // Step 5, hostname binding (routing.md "Hostname-aware mode", DESIGN 8): which hostname the
-// request belongs to. In hostname-aware mode the `Host` header names it, lowercased and with
-// the port stripped; none is `400 missing Host header`. The env is the (hostname, namespace)
-// binding's, which the registry finds at resolve (an unbound pair: `404 unknown namespace`).
+// request belongs to. In hostname-aware mode the `Host` header names it (or an absolute-form
+// target's authority), lowercased and with the port stripped; none is `400 missing Host
+// header`. The env is the (hostname, namespace) binding's, which the registry finds at
+// resolve (an unbound pair: `404 unknown namespace`).
 // Outside hostname-aware mode every request has the empty hostname.
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
+import { absoluteFormAuthority } from "../../Address.js"
 import { MissingHost } from "../../Errors.js"
 
 export type BindingError = MissingHost
@@ -19,9 +21,12 @@ export const hostnameOf = (host: string | undefined): string | undefined => {
   return name === "" ? undefined : name
 }
 
-/** The request's hostname: `""` outside hostname-aware mode. */
-export const bindingOf = (headers: IncomingHttpHeaders, hostnameAware: boolean): Effect.Effect<string, BindingError> => {
+/**
+ * The request's hostname: `""` outside hostname-aware mode. An absolute-form target
+ * (`GET http://b.example/...`) names it in place of `Host` (RFC 9112 3.2.2).
+ */
+export const bindingOf = (rawUrl: string, headers: IncomingHttpHeaders, hostnameAware: boolean): Effect.Effect<string, BindingError> => {
   if (!hostnameAware) return noHostname
-  const hostname = hostnameOf(headers.host)
+  const hostname = hostnameOf(absoluteFormAuthority(rawUrl) ?? headers.host)
   return hostname === undefined ? new MissingHost() : Effect.succeed(hostname)
 }

@@ -1,0 +1,43 @@
+// Upgrade offers (RFC 9110 section 7.8; docs/proxy.md "Upgrade offers"). Pinboard takes one
+// upgrade, WebSocket, which it tunnels. Any other offer (the `h2c` that `curl --http2` and
+// Java's HttpClient send on every plain-http request, say) is ignored, as a server may: the
+// request is served as the ordinary HTTP/1.1 request it also is.
+//
+// node:http (Node 20) hands every offer's socket over as an upgrade before reading the body,
+// so a declined offer is given back: its head, written again without the `Upgrade` and
+// `HTTP2-Settings` lines, goes in front of what was read after it, and the socket is handed
+// to the server as a new connection. node:http then parses the request, its body and any
+// pipelined requests after it as it would any others; the `Connection` tokens that named
+// the offer are stripped with the other hop-by-hop headers.
+import type { IncomingMessage, Server } from "node:http"
+import type { Duplex } from "node:stream"
+
+const WEBSOCKET = "websocket"
+
+/** One header look-up on the common spelling; a list or other casing is read token by token. */
+export const isWebSocketOffer = (upgrade: string | undefined): boolean =>
+  upgrade !== undefined &&
+  (upgrade === WEBSOCKET || upgrade.split(",").some((protocol) => protocol.trim().toLowerCase() === WEBSOCKET))
+
+/** Header lines the offer alone needs; written back, `Upgrade` would make it an upgrade again. */
+const isOfferLine = (name: string): boolean => {
+  const lower = name.toLowerCase()
+  return lower === "upgrade" || lower === "http2-settings"
+}
+
+/** The request line and header lines as received (node:http reads them as latin1), less the offer's. */
+export const headWithoutOffer = (req: Pick<IncomingMessage, "method" | "url" | "httpVersion" | "rawHeaders">): Buffer => {
+  let head = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`
+  const raw = req.rawHeaders
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (!isOfferLine(raw[i]!)) head += `${raw[i]}: ${raw[i + 1]}\r\n`
+  }
+  return Buffer.from(`${head}\r\n`, "latin1")
+}
+
+/** Serves a declined offer as an ordinary request on the same connection. */
+export const serveAsRequest = (server: Server, req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+  const again = headWithoutOffer(req)
+  socket.unshift(head.length === 0 ? again : Buffer.concat([again, head]))
+  server.emit("connection", socket)
+}
