@@ -9,7 +9,7 @@
 // to the server as a new connection. node:http then parses the request, its body and any
 // pipelined requests after it as it would any others; the `Connection` tokens that named
 // the offer are stripped with the other hop-by-hop headers.
-import type { IncomingMessage, Server } from "node:http"
+import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 
 const WEBSOCKET = "websocket"
@@ -35,9 +35,34 @@ export const headWithoutOffer = (req: Pick<IncomingMessage, "method" | "url" | "
   return Buffer.from(`${head}\r\n`, "latin1")
 }
 
+/** The connection as node:http hands it over; `_httpMessage` marks the response it is writing. */
+interface ServerSocket extends Duplex {
+  readonly _httpMessage?: ServerResponse | null
+  readonly setTimeout?: (ms: number) => unknown
+}
+
+const writesResponse = (socket: ServerSocket): boolean => socket._httpMessage !== undefined && socket._httpMessage !== null
+
+/**
+ * Calls `then` once the connection writes no response of the requests pipelined before the
+ * offer: node:http answers those through its first parse of the connection, in order, and
+ * would never hand the connection to a second one while they last.
+ */
+const afterPendingResponses = (socket: ServerSocket, then: () => void): void => {
+  if (!writesResponse(socket)) return then()
+  // node:http's own `finish` listener, added first, hands the connection to the next response.
+  socket._httpMessage!.once("finish", () => afterPendingResponses(socket, then))
+}
+
 /** Serves a declined offer as an ordinary request on the same connection. */
-export const serveAsRequest = (server: Server, req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+export const serveAsRequest = (server: Server, req: IncomingMessage, socket: ServerSocket, head: Buffer): void => {
   const again = headWithoutOffer(req)
-  socket.unshift(head.length === 0 ? again : Buffer.concat([again, head]))
-  server.emit("connection", socket)
+  const waited = writesResponse(socket)
+  afterPendingResponses(socket, () => {
+    // The first parse set its keep-alive timeout when its last response finished: the request
+    // handed over must not be cut by it.
+    if (waited) socket.setTimeout?.(server.timeout)
+    socket.unshift(head.length === 0 ? again : Buffer.concat([again, head]))
+    server.emit("connection", socket)
+  })
 }

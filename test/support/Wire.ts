@@ -34,6 +34,8 @@ export const request = (pinboard: Pinboard | { readonly port: number }, path: st
     if (options.body !== undefined && !pairs.some(([name]) => name.toLowerCase() === "content-length")) {
       pairs.push(["Content-Length", String(Buffer.byteLength(options.body))])
     }
+    // With a raw header list node:http adds no Host of its own, as every HTTP/1.1 client must.
+    if (!pairs.some(([name]) => name.toLowerCase() === "host")) pairs.unshift(["Host", `127.0.0.1:${pinboard.port}`])
     const headers = pairs.flat()
     const req = http.request({
       host: "127.0.0.1",
@@ -125,41 +127,137 @@ export interface RawResponse {
   /** Name, value pairs as received. */
   readonly rawHeaders: ReadonlyArray<string>
   readonly body: Buffer
+  /** A chunked body's trailer fields, name, value pairs as received. */
+  readonly rawTrailers: ReadonlyArray<string>
   /** False when a chunked or sized body ended early. */
   readonly complete: boolean
 }
 
-/** Parses one HTTP/1.1 response (chunked, sized, or up to the close). */
-export const parseResponse = (bytes: Buffer): RawResponse => {
-  const end = bytes.indexOf("\r\n\r\n")
-  if (end < 0) throw new Error(`no complete response head in ${JSON.stringify(bytes.toString("latin1"))}`)
-  const [statusLine, ...lines] = bytes.subarray(0, end).toString("latin1").split("\r\n")
-  const rawHeaders = lines.flatMap((line) => {
+const headerPairs = (lines: ReadonlyArray<string>): Array<string> =>
+  lines.flatMap((line) => {
     const colon = line.indexOf(":")
     return [line.slice(0, colon), line.slice(colon + 1).trim()]
   })
-  const status = Number(statusLine!.split(" ")[1])
-  let rest = bytes.subarray(end + 4)
-  const chunked = headerTokens(rawHeaders, "transfer-encoding").includes("chunked")
-  const length = headerValues(rawHeaders, "content-length")[0]
-  if (chunked) {
-    const parts: Array<Buffer> = []
-    for (;;) {
-      const lineEnd = rest.indexOf("\r\n")
-      if (lineEnd < 0) return { statusLine: statusLine!, status, rawHeaders, body: Buffer.concat(parts), complete: false }
-      const size = parseInt(rest.subarray(0, lineEnd).toString("latin1"), 16)
-      if (size === 0) return { statusLine: statusLine!, status, rawHeaders, body: Buffer.concat(parts), complete: true }
-      const chunk = rest.subarray(lineEnd + 2, lineEnd + 2 + size)
-      parts.push(chunk)
-      if (chunk.length < size) return { statusLine: statusLine!, status, rawHeaders, body: Buffer.concat(parts), complete: false }
-      rest = rest.subarray(lineEnd + 2 + size + 2)
+
+/** The chunked body from `from`: its data, trailers and end, or as much as there is. */
+const chunkedAt = (bytes: Buffer, from: number) => {
+  const parts: Array<Buffer> = []
+  let at = from
+  for (;;) {
+    const lineEnd = bytes.indexOf("\r\n", at)
+    if (lineEnd < 0) return { body: Buffer.concat(parts), rawTrailers: [], end: undefined }
+    const size = parseInt(bytes.subarray(at, lineEnd).toString("latin1"), 16)
+    at = lineEnd + 2
+    if (size === 0) {
+      const trailersEnd = bytes.indexOf("\r\n", at) === at ? at : bytes.indexOf("\r\n\r\n", at)
+      if (trailersEnd < 0) return { body: Buffer.concat(parts), rawTrailers: [], end: undefined }
+      const lines = trailersEnd === at ? [] : bytes.subarray(at, trailersEnd).toString("latin1").split("\r\n")
+      return { body: Buffer.concat(parts), rawTrailers: headerPairs(lines), end: trailersEnd + (trailersEnd === at ? 2 : 4) }
     }
+    const chunk = bytes.subarray(at, at + size)
+    parts.push(chunk)
+    if (chunk.length < size) return { body: Buffer.concat(parts), rawTrailers: [], end: undefined }
+    at += size + 2
   }
+}
+
+/**
+ * The HTTP/1.1 response that starts at `from` (chunked, sized, bodiless or up to the close), and
+ * where the next one starts: undefined while this one is incomplete or runs to the close.
+ */
+const responseAt = (bytes: Buffer, from: number): { readonly response: RawResponse; readonly next: number | undefined } | undefined => {
+  const end = bytes.indexOf("\r\n\r\n", from)
+  if (end < 0) return undefined
+  const [statusLine, ...lines] = bytes.subarray(from, end).toString("latin1").split("\r\n")
+  const rawHeaders = headerPairs(lines)
+  const status = Number(statusLine!.split(" ")[1])
+  const start = end + 4
+  const head = { statusLine: statusLine!, status, rawHeaders }
+  if (status < 200 || status === 204 || status === 304) {
+    return { response: { ...head, body: Buffer.alloc(0), rawTrailers: [], complete: true }, next: start }
+  }
+  if (headerTokens(rawHeaders, "transfer-encoding").includes("chunked")) {
+    const { body, rawTrailers, end: next } = chunkedAt(bytes, start)
+    return { response: { ...head, body, rawTrailers, complete: next !== undefined }, next }
+  }
+  const length = headerValues(rawHeaders, "content-length")[0]
   if (length !== undefined) {
-    const body = rest.subarray(0, Number(length))
-    return { statusLine: statusLine!, status, rawHeaders, body, complete: body.length === Number(length) }
+    const body = bytes.subarray(start, start + Number(length))
+    const complete = body.length === Number(length)
+    return { response: { ...head, body, rawTrailers: [], complete }, next: complete ? start + body.length : undefined }
   }
-  return { statusLine: statusLine!, status, rawHeaders, body: rest, complete: true }
+  return { response: { ...head, body: bytes.subarray(start), rawTrailers: [], complete: true }, next: undefined }
+}
+
+/** Parses one HTTP/1.1 response (chunked, sized, or up to the close). */
+export const parseResponse = (bytes: Buffer): RawResponse => {
+  const parsed = responseAt(bytes, 0)
+  if (parsed === undefined) throw new Error(`no complete response head in ${JSON.stringify(bytes.toString("latin1"))}`)
+  return parsed.response
+}
+
+/** One keep-alive connection written by hand, read response by response (interim 1xx included). */
+export interface RawConnection {
+  readonly write: (data: string | Buffer) => void
+  /** The first `count` responses, once each is complete; fails after `waitMs` naming what came. */
+  readonly responses: (count: number, waitMs?: number) => Promise<Array<RawResponse>>
+  readonly close: () => void
+}
+
+export const rawConnection = async (port: number): Promise<RawConnection> => {
+  const socket = net.connect(port, "127.0.0.1")
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve)
+    socket.once("error", reject)
+  })
+  let bytes = Buffer.alloc(0)
+  let ended = false
+  const waiters = new Set<() => void>()
+  const wake = () => {
+    for (const waiter of waiters) waiter()
+  }
+  socket.on("data", (chunk: Buffer) => {
+    bytes = Buffer.concat([bytes, chunk])
+    wake()
+  })
+  socket.on("error", () => undefined)
+  socket.on("close", () => {
+    ended = true
+    wake()
+  })
+  /** The complete responses so far. */
+  const parsed = (): Array<RawResponse> => {
+    const responses: Array<RawResponse> = []
+    let at: number | undefined = 0
+    while (at !== undefined && at < bytes.length) {
+      const next = responseAt(bytes, at)
+      if (next === undefined || !next.response.complete || (next.next === undefined && !ended)) break
+      responses.push(next.response)
+      at = next.next
+    }
+    return responses
+  }
+  return {
+    write: (data) => void socket.write(data),
+    responses: (count, waitMs = 5000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const responses = parsed()
+          if (responses.length < count && !ended) return
+          clearTimeout(timer)
+          waiters.delete(check)
+          if (responses.length >= count) resolve(responses.slice(0, count))
+          else reject(new Error(`the connection closed after ${responses.length} of ${count} responses: ${JSON.stringify(bytes.toString("latin1"))}`))
+        }
+        const timer = setTimeout(() => {
+          waiters.delete(check)
+          reject(new Error(`${parsed().length} of ${count} responses in ${waitMs} ms: ${JSON.stringify(bytes.toString("latin1"))}`))
+        }, waitMs)
+        waiters.add(check)
+        check()
+      }),
+    close: () => socket.destroy()
+  }
 }
 
 /** A request head as raw text; `Connection: close` is added unless the headers name Connection. */
