@@ -6,7 +6,7 @@ import { decodeJwt } from "jose"
 import WebSocket from "ws"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Fleet, registryCall, sleep, uid, type Pinboard } from "../support/Fleet.js"
-import { rawExchange, request } from "../support/Wire.js"
+import { parseResponse, rawExchange, request } from "../support/Wire.js"
 
 const NS = "/docs"
 const at = (hostname: string, env: string) => ({ namespace: NS, hostname, env })
@@ -68,6 +68,26 @@ describe("hostname-aware mode", () => {
     const exchange = await rawExchange(pinboard.port, `GET ${NS}/x/echo HTTP/1.1\r\nconnection: close\r\n\r\n`)
     expect(exchange.bytes.toString()).toMatch(/^HTTP\/1\.1 400 /)
     expect(exchange.bytes.toString()).toContain('{"error":"missing Host header"}')
+  })
+
+  it("HTTP/1.0 without Host (raw socket): 400 missing Host header too; two Host lines: 400 more than one Host header", async () => {
+    const http10 = await rawExchange(pinboard.port, `GET ${NS}/x/echo HTTP/1.0\r\n\r\n`)
+    expect(http10.bytes.toString()).toMatch(/^HTTP\/1\.1 400 /)
+    expect(http10.bytes.toString()).toContain('{"error":"missing Host header"}')
+    const twice = await rawExchange(pinboard.port, `GET ${NS}/x/echo HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nconnection: close\r\n\r\n`)
+    expect(twice.bytes.toString()).toMatch(/^HTTP\/1\.1 400 /)
+    expect(twice.bytes.toString()).toContain('{"error":"more than one Host header"}')
+  })
+
+  it("an absolute-form target names the hostname, not Host (RFC 9112 3.2.2)", async () => {
+    const id = uid("abs")
+    const exchange = await rawExchange(
+      pinboard.port,
+      `GET http://B.example:8080${NS}/${id}/echo HTTP/1.1\r\nHost: a.example\r\nconnection: close\r\n\r\n`
+    )
+    const echo = JSON.parse(parseResponse(exchange.bytes).body.toString()) as { worker: string; headers: Record<string, string> }
+    expect(echo.worker).toBe("wb")
+    expect(decodeJwt(echo.headers["pinboard-attestation"]!)).toMatchObject({ env: "prod", host: "b.example" })
   })
 
   it("takeover wind_down: 503 takeover in progress until the owner releases, then placed on the request's hostname's worker", async () => {
