@@ -1,4 +1,4 @@
-// Upgrade offers (RFC 9110 section 7.8; docs/proxy.md "Upgrade offers"). Pinboard takes one
+// Upgrade offers (RFC 9110 section 7.8; docs/proxy.md "What every client gets"). Pinboard takes one
 // upgrade, WebSocket, which it tunnels. Any other offer (the `h2c` that `curl --http2` and
 // Java's HttpClient send on every plain-http request, say) is ignored, as a server may: the
 // request is served as the ordinary HTTP/1.1 request it also is.
