@@ -15,8 +15,10 @@ import { Redis } from "ioredis"
 import { configForTests } from "../src/Config.js"
 import { bucketOf } from "../src/registry/Bucket.js"
 import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
-import { clientOptions, defineScripts, makeRedisBackend } from "../src/registry/Redis.js"
-import { makeRegistry, policyOf, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
+import { makeRedisBackend } from "../src/registry/Redis.js"
+import { clientOptions, defineScripts } from "../src/registry/RedisConnection.js"
+import { policyOf } from "../src/registry/Policy.js"
+import { makeRegistry, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 
 const DEFAULT_LEVELS = [1, 16, 64]

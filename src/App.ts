@@ -1,28 +1,29 @@
-// The layers, composed in one place: the server over the registry chosen by the config,
-// auth, the upstream client, the forward's timers and the inflight cap; the metrics and
-// their listener, and the JSON logger, as the config asks.
+// The layers, composed in one place: the two listeners over the registry (on the backend the
+// config chooses), auth, the upstream client, the forward's timers, the inflight cap and the
+// metrics, every one of them reading the config it needs from AppConfig.
 import { Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { Auth } from "./auth/Auth.js"
 import type { PinboardConfig } from "./Config.js"
-import { ServerLive } from "./http/Server.js"
-import { metricsLayer } from "./observe/Metrics.js"
-import { MetricsServerLive } from "./observe/MetricsServer.js"
+import { MetricsServer } from "./http/MetricsServer.js"
+import { Server } from "./http/Server.js"
+import { Metrics } from "./observe/Metrics.js"
 import { InflightCap } from "./pipeline/steps/InflightCap.js"
 import { Deadlines } from "./proxy/Deadlines.js"
 import { Upstream } from "./proxy/Upstream.js"
-import * as Registry from "./registry/Registry.js"
+import * as MemoryBackend from "./registry/Memory.js"
+import * as RedisBackend from "./registry/Redis.js"
+import { Registry } from "./registry/Registry.js"
 
-export const appLayer = (config: PinboardConfig): Layer.Layer<never> => {
-  const configLayer = Layer.succeed(AppConfig, config)
-  const metrics = metricsLayer(config.metrics.port !== undefined)
-  return Layer.merge(ServerLive, MetricsServerLive).pipe(
-    Layer.provide(Registry.layer(config)),
-    Layer.provide(Upstream.layer),
-    Layer.provide(Deadlines.layer),
-    Layer.provide(InflightCap.layer.pipe(Layer.provide(configLayer))),
-    Layer.provide(Auth.layer.pipe(Layer.provide(configLayer))),
-    Layer.provide(metrics),
-    Layer.provide(configLayer)
+/** Redis when a URL or Cluster seeds are given; else the embedded registry. */
+export const backendOf = (config: PinboardConfig) =>
+  config.redis.url === undefined && config.redis.cluster === undefined ? MemoryBackend.layerConfig : RedisBackend.layerConfig
+
+export const appLayer = (config: PinboardConfig): Layer.Layer<Server | MetricsServer> =>
+  Layer.merge(Server.layerConfig, MetricsServer.layerConfig).pipe(
+    Layer.provide(Registry.layerConfig),
+    Layer.provide(backendOf(config)),
+    Layer.provideMerge(Metrics.layerConfig),
+    Layer.provide(Layer.mergeAll(Upstream.layer, Deadlines.layer, InflightCap.layerConfig, Auth.layerConfig)),
+    Layer.provide(Layer.succeed(AppConfig, config))
   )
-}

@@ -2,6 +2,7 @@
 // Pinboard-Caller verifier, all built once at start-up from the config (DESIGN 6, 7).
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../AppConfig.js"
+import type { PinboardConfig } from "../Config.js"
 import { AttestationExpired, InvalidAttestation } from "../Errors.js"
 import { makeAttestationSigner, type AttestationClaims } from "./Attestation.js"
 import { attestationKey } from "./AttestationKey.js"
@@ -18,14 +19,17 @@ export interface AuthService {
   readonly attest: (claims: AttestationClaims) => string
 }
 
+/** What auth is built from: the deployment token (the attestation key), providers and rules. */
+export type AuthSettings = Pick<PinboardConfig, "token" | "providers" | "namespaces">
+
 export class Auth extends Context.Tag("pinboard/Auth")<Auth, AuthService>() {
-  static readonly layer = Layer.effect(Auth, Effect.flatMap(AppConfig, (config) => makeAuth(config)))
-  /** The same, with the JWKS fetch replaced (tests). */
-  static readonly layerWithFetch = (fetchJwks: FetchJwks) =>
-    Layer.effect(Auth, Effect.flatMap(AppConfig, (config) => makeAuth(config, fetchJwks)))
+  /** `fetchJwks` replaces the remote JWKS fetch (tests). */
+  static readonly layer = (settings: AuthSettings, fetchJwks?: FetchJwks): Layer.Layer<Auth> => Layer.effect(Auth, makeAuth(settings, fetchJwks))
+
+  static readonly layerConfig: Layer.Layer<Auth, never, AppConfig> = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Auth.layer(config)))
 }
 
-const makeAuth = (config: Context.Tag.Service<AppConfig>, fetchJwks?: FetchJwks): Effect.Effect<AuthService> =>
+const makeAuth = (config: AuthSettings, fetchJwks?: FetchJwks): Effect.Effect<AuthService> =>
   Effect.gen(function* () {
     const clock = yield* Effect.clock
     const key = attestationKey(Redacted.value(config.token))

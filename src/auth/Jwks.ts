@@ -2,7 +2,7 @@
 // kept for JWKS_MAX_AGE_MS, refetched on an unknown `kid` at most once per
 // JWKS_REFETCH_COOLDOWN_MS. An outage fails closed: no keys, no accepted token. Times come
 // from Clock, so TestClock drives the cache; jose picks the key from the document.
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Data, Duration, Effect } from "effect"
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from "jose"
 
 export const JWKS_FETCH_TIMEOUT = Duration.seconds(3)
@@ -15,7 +15,8 @@ export const JWKS_RETRY_AFTER_FAILURE_MS = 1_000
 type KeySelector = ReturnType<typeof createLocalJWKSet>
 export type VerificationKey = Awaited<ReturnType<KeySelector>>
 
-export class JwksUnavailable extends Error {}
+/** No key set to be had: the fetch failed, timed out or was not a key set (`message` says which). */
+export class JwksUnavailable extends Data.TaggedError("JwksUnavailable")<{ readonly message: string }> {}
 
 interface Fetched {
   readonly select: KeySelector
@@ -27,7 +28,7 @@ export type FetchJwks = (url: string, signal: AbortSignal) => Promise<unknown>
 
 export const fetchJwksOverHttp: FetchJwks = async (url, signal) => {
   const response = await fetch(url, { signal, redirect: "error", headers: { accept: "application/json" } })
-  if (!response.ok) throw new JwksUnavailable(`JWKS ${url} answered ${response.status}`)
+  if (!response.ok) throw new JwksUnavailable({ message: `JWKS ${url} answered ${response.status}` })
   return response.json()
 }
 
@@ -49,13 +50,13 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
 
     const download = Effect.tryPromise({
       try: (signal) => fetchJwks(url, signal),
-      catch: (cause) => (cause instanceof JwksUnavailable ? cause : new JwksUnavailable(`JWKS ${url}: ${String(cause)}`))
+      catch: (cause) => (cause instanceof JwksUnavailable ? cause : new JwksUnavailable({ message: `JWKS ${url}: ${String(cause)}` }))
     }).pipe(
-      Effect.timeoutFail({ duration: JWKS_FETCH_TIMEOUT, onTimeout: () => new JwksUnavailable(`JWKS ${url}: no answer in time`) }),
+      Effect.timeoutFail({ duration: JWKS_FETCH_TIMEOUT, onTimeout: () => new JwksUnavailable({ message: `JWKS ${url}: no answer in time` }) }),
       Effect.flatMap((document) =>
         isKeySet(document)
-          ? Effect.try({ try: () => createLocalJWKSet(document), catch: () => new JwksUnavailable(`JWKS ${url}: not a key set`) })
-          : Effect.fail(new JwksUnavailable(`JWKS ${url}: not a key set`))
+          ? Effect.try({ try: () => createLocalJWKSet(document), catch: () => new JwksUnavailable({ message: `JWKS ${url}: not a key set` }) })
+          : Effect.fail(new JwksUnavailable({ message: `JWKS ${url}: not a key set` }))
       )
     )
 
@@ -65,7 +66,7 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
       return lock.withPermits(1)(
         Effect.suspend(() => {
           if (attemptsDone !== seen) {
-            return fetched !== undefined && !lastAttemptFailed ? Effect.succeed(fetched) : Effect.fail(new JwksUnavailable(`JWKS ${url}: unavailable`))
+            return fetched !== undefined && !lastAttemptFailed ? Effect.succeed(fetched) : Effect.fail(new JwksUnavailable({ message: `JWKS ${url}: unavailable` }))
           }
           return Effect.flatMap(Clock.currentTimeMillis, (now) => {
             lastAttemptAt = now
@@ -85,7 +86,7 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
     const current = (now: number): Effect.Effect<Fetched, JwksUnavailable> => {
       if (fetched !== undefined && now - fetched.fetchedAt < JWKS_MAX_AGE_MS) return Effect.succeed(fetched)
       if (lastAttemptFailed && now - lastAttemptAt < JWKS_RETRY_AFTER_FAILURE_MS) {
-        return Effect.fail(new JwksUnavailable(`JWKS ${url}: unavailable`))
+        return Effect.fail(new JwksUnavailable({ message: `JWKS ${url}: unavailable` }))
       }
       return refresh()
     }
@@ -105,7 +106,7 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
                 }
                 return Effect.fail(cause)
               }),
-              Effect.mapError((cause) => (cause instanceof JwksUnavailable ? cause : new JwksUnavailable(`JWKS ${url}: no key for the token (${String(cause)})`)))
+              Effect.mapError((cause) => (cause instanceof JwksUnavailable ? cause : new JwksUnavailable({ message: `JWKS ${url}: no key for the token (${String(cause)})` })))
             )
           )
         )

@@ -1,21 +1,23 @@
 // The node:http server: probes, the registry API, instance requests and upgrades;
 // graceful shutdown (DESIGN 9).
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
-import { Cause, Effect, Layer, Option, Runtime } from "effect"
+import { Cause, Context, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { Auth } from "../auth/Auth.js"
-import { ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
+import { type CatalogueError, ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
 import { makeInstancePipeline, type InstanceError } from "../pipeline/Pipeline.js"
 import { exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { InflightCap } from "../pipeline/steps/InflightCap.js"
+import type { Deadlines } from "../proxy/Deadlines.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
+import type { Upstream } from "../proxy/Upstream.js"
 import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
+import { listen } from "./Listen.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./registry/RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -39,20 +41,15 @@ const routeOf = (url: string): Route => {
 const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
   isReadMethod(req.method) ? answer : new MethodNotAllowed()
 
-/** What a handler's error channel holds: catalogue errors, some saying why (`reason`). */
-interface Answerable {
-  readonly _tag: string
-  readonly reply: Reply
-  readonly reason?: string
-  readonly cause?: unknown
-}
+/** Why, where the error says (a 502's cause: `connect refused`, `header overflow`...). */
+const reasonOf = (error: CatalogueError): string | undefined => ("reason" in error ? error.reason : undefined)
 
 /** A 502's why, at debug level in the error log (the access log has it too, as `reason`). */
-const logBadGateway = (error: Answerable, note: ExchangeNote | undefined) =>
+const logBadGateway = (error: CatalogueError, note: ExchangeNote | undefined) =>
   Effect.logDebug("bad gateway").pipe(
     Effect.annotateLogs({
       error: error._tag,
-      reason: error.reason,
+      reason: reasonOf(error),
       namespace: note?.namespace,
       id: note?.id,
       worker: note?.worker,
@@ -62,11 +59,11 @@ const logBadGateway = (error: Answerable, note: ExchangeNote | undefined) =>
   )
 
 /**
- * Every error in a handler's channel carries its catalogue reply; anything else is a
+ * Every error in a handler's channel is a catalogue error with its reply; anything else is a
  * defect, logged and answered `500 internal error`. One catch, so that a request that
  * succeeds pays for one frame and one closure.
  */
-const answering = <E extends Answerable, R>(
+const answering = <E extends CatalogueError, R>(
   handler: Effect.Effect<unknown, E, R>,
   write: (reply: Reply) => void,
   note: ExchangeNote | undefined
@@ -84,7 +81,7 @@ const answering = <E extends Answerable, R>(
     if (Option.isSome(failure)) {
       const error = failure.value
       const reply = error.reply
-      const written = Effect.sync(() => answer(error._tag, reply, error.reason))
+      const written = Effect.sync(() => answer(error._tag, reply, reasonOf(error)))
       return reply.status === 502 ? Effect.zipRight(logBadGateway(error, note), written) : written
     }
     if (Cause.isInterruptedOnly(cause)) return Effect.void
@@ -92,7 +89,7 @@ const answering = <E extends Answerable, R>(
   })
 
 /** `note`, if given, learns the catalogue error answered and its status. */
-export const respond = <E extends Answerable, R>(
+export const respond = <E extends CatalogueError, R>(
   req: IncomingMessage,
   res: ServerResponse,
   handler: Effect.Effect<unknown, E, R>,
@@ -100,112 +97,116 @@ export const respond = <E extends Answerable, R>(
 ) => answering(handler, (reply) => writeReply(req, res, reply), note)
 
 /** Upgrades answer failures with a bare status line (seed "WebSockets"). */
-export const respondBare = <E extends Answerable, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
+export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
   answering(handler, (reply) => writeBareStatus(socket, reply), note)
 
 /** What the client got: the status sent, or 499 (nginx's "client closed request") when nothing was. */
 const CLIENT_CLOSED = 499
 
-export const ServerLive = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const runtime = yield* Effect.withScheduler(Effect.runtime<Registry | Auth | AppConfig>(), makeRequestScheduler())
-    const run = Runtime.runFork(runtime)
-    const pipeline = yield* makeInstancePipeline
-    let shuttingDown = false
-    const tunnels: TunnelSet = new Set()
-    const metrics = yield* Metrics
-    const inflight = yield* InflightCap
-    metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
-    const observer = exchangeObserver(metrics, config.log.access)
+export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
+  /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
+  static readonly layerConfig: Layer.Layer<
+    Server,
+    never,
+    AppConfig | Registry | Auth | Metrics | InflightCap | Upstream | Deadlines
+  > = Layer.scoped(Server, Effect.suspend(() => serve))
+}
 
-    // A request RFC 9112 rules out (http/Message.ts) is answered before the pipeline; an
-    // instance request's answer is observed all the same.
-    const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) => {
-      const note: ExchangeNote = {}
-      const handler: Effect.Effect<unknown, InstanceError | MessageError> = refused ?? pipeline.request(req, res, note)
-      if (observer.idle) return respond(req, res, handler, note)
-      const startedAt = performance.now()
-      res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
-      return respond(req, res, handler, note)
-    }
+const serve = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const runtime = yield* Effect.withScheduler(Effect.runtime<Registry | Auth | AppConfig>(), makeRequestScheduler())
+  const run = Runtime.runFork(runtime)
+  const pipeline = yield* makeInstancePipeline
+  let shuttingDown = false
+  const tunnels: TunnelSet = new Set()
+  const metrics = yield* Metrics
+  const inflight = yield* InflightCap
+  metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
+  const observer = exchangeObserver(metrics, config.log.access)
 
-    const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      const note: ExchangeNote = {}
-      const handler: Effect.Effect<unknown, InstanceError | MessageError> = messageError(req) ?? pipeline.upgrade(req, socket, head, tunnels, note)
-      if (observer.idle) return respondBare(socket, handler, note)
-      const startedAt = performance.now()
-      return respondBare(socket, handler, note).pipe(
-        Effect.ensuring(Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
-      )
-    }
+  // A request RFC 9112 rules out (http/Message.ts) is answered before the pipeline; an
+  // instance request's answer is observed all the same.
+  const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) => {
+    const note: ExchangeNote = {}
+    const handler: Effect.Effect<unknown, InstanceError | MessageError> = refused ?? pipeline.request(req, res, note)
+    if (observer.idle) return respond(req, res, handler, note)
+    const startedAt = performance.now()
+    res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
+    return respond(req, res, handler, note)
+  }
 
-    const handle = (req: IncomingMessage, res: ServerResponse) => {
-      const route = routeOf(req.url ?? "/")
-      const refused = messageError(req)
-      if (refused !== undefined && route !== "instance") return respond(req, res, Effect.fail(refused))
-      switch (route) {
-        case "healthz":
-          return respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
-        case "readyz":
-          return respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
-        case "registry":
-          return respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
-        case "instance":
-          return instance(req, res, refused)
-      }
-    }
-
-    // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
-    let inFlight = 0
-    let drained: (() => void) | undefined
-    const exchangeOver = () => {
-      if (--inFlight === 0) drained?.()
-    }
-
-    // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
-    const server = http.createServer({ requireHostHeader: false }, (req, res) => {
-      inFlight++
-      res.on("close", exchangeOver)
-      // While shutting down, no connection is kept for another request.
-      if (shuttingDown) res.shouldKeepAlive = false
-      run(handle(req, res))
-    })
-    // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
-    // "WebSockets"); any other offer is served as the ordinary request it also is.
-    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (!isWebSocketOffer(req.headers.upgrade)) return serveAsRequest(server, req, socket, head)
-      socket.on("error", () => socket.destroy())
-      run(upgrade(req, socket, head))
-    })
-    // Pinboard is no forward proxy: a bare status line, then the connection closes.
-    server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
-      socket.on("error", () => socket.destroy())
-      writeBareStatus(socket, new ConnectNotImplemented().reply)
-    })
-    yield* Effect.async<void, Error>((resume) => {
-      server.once("error", (error) => resume(Effect.fail(error)))
-      server.listen(config.port, config.host, () => resume(Effect.void))
-    }).pipe(Effect.orDie)
-    const { port } = server.address() as AddressInfo
-    yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
-
-    // SIGTERM (DESIGN 9): /readyz turns 503, the listener stops accepting, in-flight
-    // exchanges get shutdown.graceMs to finish, then whatever is left is closed, tunnels too.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        shuttingDown = true
-        server.close()
-        server.closeIdleConnections()
-        const allOver = Effect.async<void>((resume) => {
-          if (inFlight === 0) return resume(Effect.void)
-          drained = () => resume(Effect.void)
-        })
-        // Finalizers run uninterruptibly: the wait must be interruptible for the timeout to end it.
-        yield* Effect.timeout(Effect.interruptible(allOver), config.shutdown.graceMs).pipe(Effect.ignore)
-        server.closeAllConnections()
-        for (const tunnel of tunnels) tunnel.destroy()
-      })
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const note: ExchangeNote = {}
+    const handler: Effect.Effect<unknown, InstanceError | MessageError> = messageError(req) ?? pipeline.upgrade(req, socket, head, tunnels, note)
+    if (observer.idle) return respondBare(socket, handler, note)
+    const startedAt = performance.now()
+    return respondBare(socket, handler, note).pipe(
+      Effect.ensuring(Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
     )
+  }
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const route = routeOf(req.url ?? "/")
+    const refused = messageError(req)
+    if (refused !== undefined && route !== "instance") return respond(req, res, Effect.fail(refused))
+    switch (route) {
+      case "healthz":
+        return respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
+      case "readyz":
+        return respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
+      case "registry":
+        return respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
+      case "instance":
+        return instance(req, res, refused)
+    }
+  }
+
+  // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
+  let inFlight = 0
+  let drained: (() => void) | undefined
+  const exchangeOver = () => {
+    if (--inFlight === 0) drained?.()
+  }
+
+  // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
+  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+    inFlight++
+    res.on("close", exchangeOver)
+    // While shutting down, no connection is kept for another request.
+    if (shuttingDown) res.shouldKeepAlive = false
+    run(handle(req, res))
   })
-)
+  // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
+  // "WebSockets"); any other offer is served as the ordinary request it also is.
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!isWebSocketOffer(req.headers.upgrade)) return serveAsRequest(server, req, socket, head)
+    socket.on("error", () => socket.destroy())
+    run(upgrade(req, socket, head))
+  })
+  // Pinboard is no forward proxy: a bare status line, then the connection closes.
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    socket.on("error", () => socket.destroy())
+    writeBareStatus(socket, new ConnectNotImplemented().reply)
+  })
+  const port = yield* listen(server, config.port, config.host)
+  yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
+
+  // SIGTERM (DESIGN 9): /readyz turns 503, the listener stops accepting, in-flight
+  // exchanges get shutdown.graceMs to finish, then whatever is left is closed, tunnels too.
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function* () {
+      shuttingDown = true
+      server.close()
+      server.closeIdleConnections()
+      const allOver = Effect.async<void>((resume) => {
+        if (inFlight === 0) return resume(Effect.void)
+        drained = () => resume(Effect.void)
+      })
+      // Finalizers run uninterruptibly: the wait must be interruptible for the timeout to end it.
+      yield* Effect.timeout(Effect.interruptible(allOver), config.shutdown.graceMs).pipe(Effect.ignore)
+      server.closeAllConnections()
+      for (const tunnel of tunnels) tunnel.destroy()
+    })
+  )
+  return { port }
+})

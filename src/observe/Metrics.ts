@@ -2,7 +2,8 @@
 // served on a listener of their own (`metrics.port`), never on the data-plane port where
 // every path is an instance request. prom-client keeps the values and writes the exposition
 // format. Off by default: the service is then a set of no-ops, and the hot path pays nothing.
-import { Context, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../AppConfig.js"
 import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client"
 
 /** How a resolve ended, as the resolve histogram labels it. */
@@ -42,7 +43,15 @@ export interface MetricsService {
   readonly render: () => Promise<{ readonly body: string; readonly contentType: string }>
 }
 
-export class Metrics extends Context.Tag("pinboard/Metrics")<Metrics, MetricsService>() {}
+export class Metrics extends Context.Tag("pinboard/Metrics")<Metrics, MetricsService>() {
+  /** Off: every call a no-op. */
+  static readonly layer = (enabled: boolean): Layer.Layer<Metrics> => Layer.sync(Metrics, () => (enabled ? makeMetrics() : metricsOff))
+
+  /** On when `metrics.port` is set. */
+  static readonly layerConfig: Layer.Layer<Metrics, never, AppConfig> = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => Metrics.layer(config.metrics.port !== undefined))
+  )
+}
 
 const metricsOff: MetricsService = {
   enabled: false,
@@ -166,7 +175,3 @@ export const makeMetrics = (): MetricsService => {
     render: async () => ({ body: await registry.metrics(), contentType: registry.contentType })
   }
 }
-
-/** The metrics the configuration asks for: live with a `metrics.port`, else none. */
-export const metricsLayer = (enabled: boolean): Layer.Layer<Metrics> =>
-  Layer.sync(Metrics, () => (enabled ? makeMetrics() : metricsOff))

@@ -4,7 +4,7 @@
 //
 // A fan-out reports bucket by bucket: on a Redis Cluster one shard can be down while the
 // others answer, and the buckets that answered must still count (issue 7).
-import type { Effect } from "effect"
+import { Context, type Effect } from "effect"
 import type {
   BucketHeartbeat,
   CasOutcome,
@@ -54,3 +54,6 @@ export interface RegistryBackend {
   /** The registry's own clock in ms, for the `/readyz` skew check. */
   readonly time: Op<number>
 }
+
+/** The backend the registry runs on: Memory.ts and Redis.ts each give a layer of it. */
+export class Backend extends Context.Tag("pinboard/RegistryBackend")<Backend, RegistryBackend>() {}

@@ -3,13 +3,13 @@
 // (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out goes as one pipeline per shard
 // (one in all on a single server) and reports bucket by bucket, so a dead shard fails only
 // its own buckets.
-import { readFileSync } from "node:fs"
 import keySlot from "cluster-key-slot"
-import { Effect } from "effect"
-import { Cluster, Redis } from "ioredis"
+import { Effect, Layer } from "effect"
+import { Cluster } from "ioredis"
+import { AppConfig } from "../AppConfig.js"
 import { RegistryUnavailable } from "../Errors.js"
-import { REGISTRY_CALL_TIMEOUT_MS } from "../pipeline/Policies.js"
-import type { FanOut, RegistryBackend } from "./Backend.js"
+import { Metrics } from "../observe/Metrics.js"
+import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
 import { makeBatcher } from "./Batcher.js"
 import {
   memberKey,
@@ -27,73 +27,8 @@ import {
   type WindDownOutcome,
   type WorkerView
 } from "./Domain.js"
-
-export type RedisClient = Redis | Cluster
-
-const SCRIPTS = [
-  "register",
-  "heartbeat",
-  "deregister",
-  "nack",
-  "sweep",
-  "resolve",
-  "release",
-  "tag",
-  "winddown",
-  "placement",
-  "workers"
-] as const
-type ScriptName = (typeof SCRIPTS)[number]
-type Reply = ReadonlyArray<string | number | null>
-
-const readScript = (name: string): string => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), "utf8")
-
-/** Defines every script on the client as the command `pinboard_<name>`. */
-export const defineScripts = (client: RedisClient): void => {
-  const common = readScript("common")
-  for (const name of SCRIPTS) {
-    client.defineCommand(`pinboard_${name}`, { numberOfKeys: 1, lua: `${common}\n${readScript(name)}` })
-  }
-}
-
-/** Client options that make every failure fast: no queueing while disconnected. */
-export const clientOptions = {
-  enableAutoPipelining: true,
-  enableOfflineQueue: false,
-  commandTimeout: REGISTRY_CALL_TIMEOUT_MS,
-  maxRetriesPerRequest: 0,
-  retryStrategy: (times: number) => Math.min(times * 100, 1000)
-} as const
-
-/**
- * Cluster options: the same fast failure per node, and a bounded retry while a shard fails
- * over (a closed connection or CLUSTERDOWN is retried every 100 ms, at most 8 times), so a
- * dead shard's buckets answer 503 within about a second and the others are not held up.
- * No auto-pipelining: after a failover ioredis 5 answers auto-pipelined commands with the
- * MOVED error itself instead of following it (seen with a local cluster); the resolve
- * batcher and the per-shard fan-out pipelines do the grouping instead. (Pipelining the
- * resolve batches of one turn per shard as well was tried: no measurable gain.)
- */
-export const clusterOptions = {
-  enableAutoPipelining: false,
-  enableOfflineQueue: false,
-  lazyConnect: true,
-  maxRedirections: 8,
-  retryDelayOnFailover: 100,
-  retryDelayOnClusterDown: 100,
-  retryDelayOnTryAgain: 100,
-  slotsRefreshTimeout: REGISTRY_CALL_TIMEOUT_MS,
-  // Learn a new topology (a failover, resharding) even while nothing fails.
-  slotsRefreshInterval: 5000,
-  redisOptions: clientOptions
-} as const
-
-/** `host:port` entries (an IPv6 host in brackets) as ioredis Cluster start-up nodes. */
-export const clusterNodes = (entries: ReadonlyArray<string>): Array<{ host: string; port: number }> =>
-  entries.map((entry) => {
-    const colon = entry.lastIndexOf(":")
-    return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(entry.slice(colon + 1)) }
-  })
+import { policyOf } from "./Policy.js"
+import { connectRedis, type RedisClient, type RedisTarget, type ScriptName, type ScriptReply as Reply } from "./RedisConnection.js"
 
 /** Told of every script call: which script, how long it took, whether it failed. */
 export type ObserveCall = (script: string, seconds: number, failed: boolean) => void
@@ -347,3 +282,25 @@ const decodeWorkers = (rows: ReadonlyArray<Reply>, now: number, policy: Registry
       }
     })
     .sort((a, b) => (a.worker < b.worker ? -1 : 1))
+
+interface RedisBackendOptions {
+  readonly target: RedisTarget
+  readonly prefix: string
+  readonly buckets: number
+  readonly policy: RegistryPolicy
+}
+
+/** The registry on Redis: connected when the layer is built, disconnected when it is released. */
+export const layer = (options: RedisBackendOptions): Layer.Layer<Backend, never, Metrics> =>
+  Layer.scoped(
+    Backend,
+    Effect.gen(function* () {
+      const metrics = yield* Metrics
+      const client = yield* connectRedis(options.target)
+      return makeRedisBackend(client, { ...options, ...(metrics.enabled ? { observe: metrics.redisCall } : {}) })
+    })
+  )
+
+export const layerConfig: Layer.Layer<Backend, never, AppConfig | Metrics> = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => layer({ target: config.redis, prefix: config.redis.prefix, buckets: config.buckets, policy: policyOf(config) }))
+)

@@ -1,8 +1,8 @@
 // The registry service (DESIGN 4 and 5): bucket hashing, `now` from Clock and the two
-// random numbers from Random around a backend (embedded memory or Redis).
-import { Context, Effect, Layer, Random, Schedule } from "effect"
-import { Cluster, Redis } from "ioredis"
-import { takeoverOf, type PinboardConfig } from "../Config.js"
+// random numbers from Random around a backend (the embedded one of Memory.ts or Redis.ts's),
+// and the sweep that runs beside it.
+import { Context, Duration, Effect, Layer, Random, Schedule } from "effect"
+import { AppConfig } from "../AppConfig.js"
 import {
   BindingHeldByAnotherEnv,
   HostnameBindingDisplaced,
@@ -15,7 +15,7 @@ import {
   TakeoverInProgress,
   UnknownNamespace
 } from "../Errors.js"
-import type { FanOut, RegistryBackend } from "./Backend.js"
+import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
 import { bucketOf } from "./Bucket.js"
 import { bindingKey } from "./Hostnames.js"
 import type {
@@ -32,9 +32,9 @@ import type {
   WorkerRegistration,
   WorkerView
 } from "./Domain.js"
-import { makeMemoryBackend } from "./Memory.js"
-import { Metrics, type MetricsService, type ResolveOutcome as ResolveMetric } from "../observe/Metrics.js"
-import { clientOptions, clusterNodes, clusterOptions, defineScripts, makeRedisBackend, type RedisClient } from "./Redis.js"
+import { Metrics } from "../observe/Metrics.js"
+import { meteredResolve } from "../observe/ResolveMetrics.js"
+import { policyOf, takeoverOfConfig, type TakeoverOf } from "./Policy.js"
 
 export interface RegisterInput {
   readonly worker: string
@@ -109,7 +109,35 @@ export interface RegistryService {
   readonly clockSkewMs: Op<number>
 }
 
-export class Registry extends Context.Tag("pinboard/Registry")<Registry, RegistryService>() {}
+/** Ended rows go within two leases: the sweep runs every half lease. */
+export const sweepSchedule = (leaseMs: number) => Schedule.spaced(Duration.millis(leaseMs / 2))
+
+/** Runs the sweep on its schedule for as long as the scope lasts; a failed run is logged. */
+const sweepForever = (registry: RegistryService) =>
+  registry.sweep.pipe(
+    Effect.catchAll((error) => Effect.logWarning("registry sweep failed", error)),
+    Effect.repeat(sweepSchedule(registry.leaseMs)),
+    Effect.forkScoped
+  )
+
+export class Registry extends Context.Tag("pinboard/Registry")<Registry, RegistryService>() {
+  /** Over the backend in context; resolves timed and counted when metrics are on; swept. */
+  static readonly layer = (policy: RegistryPolicy, takeoverOf: TakeoverOf): Layer.Layer<Registry, never, Backend | Metrics> =>
+    Layer.scoped(
+      Registry,
+      Effect.gen(function* () {
+        const registry = makeRegistry(yield* Backend, policy, takeoverOf)
+        yield* sweepForever(registry)
+        return { ...registry, resolve: meteredResolve(registry.resolve, yield* Metrics) }
+      })
+    )
+
+  static readonly layerConfig: Layer.Layer<Registry, never, Backend | Metrics | AppConfig> = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => Registry.layer(policyOf(config), takeoverOfConfig(config)))
+  )
+
+  static readonly layerTest = (registry: RegistryService): Layer.Layer<Registry> => Layer.succeed(Registry, registry)
+}
 
 const now = Effect.clockWith((clock) => clock.currentTimeMillis)
 const hex32 = Random.nextIntBetween(0, 0x10000).pipe(
@@ -188,9 +216,6 @@ const twoRandomNumbers = Random.nextIntBetween(0, DICE * DICE)
 
 /** Affinity values are header or cookie text; a line break never reaches the registry. */
 const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll("\n", " ") : text)
-
-/** Each env's takeover in hostname-aware mode (DESIGN 8, `envs.<env>.takeover`). */
-export type TakeoverOf = (env: string) => "wind_down" | "deny"
 
 export const makeRegistry = (
   backend: RegistryBackend,
@@ -277,91 +302,3 @@ export const makeRegistry = (
     clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
   }
 }
-
-export const policyOf = (config: PinboardConfig): RegistryPolicy => ({
-  leaseMs: config.leaseMs,
-  balanceFactor: config.balanceFactor,
-  nackThreshold: config.nack.threshold,
-  nackWindowMs: config.nack.windowMs
-})
-
-const outcomeOf = (request: ResolveRequest, placement: Placement): ResolveMetric =>
-  !placement.isNew ? "forwarded" : request.excluded.length > 0 ? "re_placed" : "placed"
-
-const REFUSED: Record<ResolveRefusal["_tag"] | "RegistryUnavailable", ResolveMetric> = {
-  UnknownNamespace: "unknown_namespace",
-  RegistryColdStart: "cold_start",
-  NoLiveBackends: "no_live_backends",
-  RegistryUnavailable: "unavailable",
-  TakeoverInProgress: "takeover",
-  PlacementHeldByAnotherHostname: "held_by_another_hostname",
-  HostnameBindingDisplaced: "displaced"
-}
-
-/** Resolves timed and counted by outcome (docs/operations.md); the registry itself when metrics are off. */
-const withResolveMetrics = (registry: RegistryService, metrics: MetricsService): RegistryService => {
-  if (!metrics.enabled) return registry
-  return {
-    ...registry,
-    resolve: (request) =>
-      Effect.suspend(() => {
-        const started = performance.now()
-        const seconds = () => (performance.now() - started) / 1000
-        return registry.resolve(request).pipe(
-          Effect.tapBoth({
-            onSuccess: (placement) => Effect.sync(() => metrics.resolve(request.namespace, outcomeOf(request, placement), seconds())),
-            onFailure: (error) => Effect.sync(() => metrics.resolve(request.namespace, REFUSED[error._tag], seconds()))
-          })
-        )
-      })
-  }
-}
-
-const connectRedis = (config: PinboardConfig) =>
-  Effect.acquireRelease(
-    Effect.promise(async (): Promise<RedisClient> => {
-      const client =
-        config.redis.cluster !== undefined
-          ? new Cluster(clusterNodes(config.redis.cluster), clusterOptions)
-          : new Redis(config.redis.url!, { ...clientOptions, lazyConnect: true })
-      client.on("error", () => {
-        // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
-      })
-      defineScripts(client)
-      await client.connect().catch(() => undefined)
-      return client
-    }),
-    (client) => Effect.sync(() => client.disconnect())
-  )
-
-/** Runs the sweep every half lease, so ended rows go within two leases. */
-const sweepForever = (registry: RegistryService) =>
-  registry.sweep.pipe(
-    Effect.catchAll((error) => Effect.logWarning("registry sweep failed", error)),
-    Effect.repeat(Schedule.spaced(registry.leaseMs / 2)),
-    Effect.forkScoped
-  )
-
-export const layer = (config: PinboardConfig): Layer.Layer<Registry, never, Metrics> =>
-  Layer.scoped(
-    Registry,
-    Effect.gen(function* () {
-      const metrics = yield* Metrics
-      const policy = policyOf(config)
-      const backend =
-        config.redis.url === undefined && config.redis.cluster === undefined
-          ? yield* Effect.as(
-              Effect.logWarning("no Redis configured: using the embedded registry (one Pinboard process only)"),
-              makeMemoryBackend(config.buckets, policy)
-            )
-          : makeRedisBackend(yield* connectRedis(config), {
-              prefix: config.redis.prefix,
-              buckets: config.buckets,
-              policy,
-              ...(metrics.enabled ? { observe: metrics.redisCall } : {})
-            })
-      const registry = withResolveMetrics(makeRegistry(backend, policy, (env) => takeoverOf(config, env)), metrics)
-      yield* sweepForever(registry)
-      return registry
-    })
-  )

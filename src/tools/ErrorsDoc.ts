@@ -1,5 +1,6 @@
 // Renders docs/errors.md from the catalogue in Errors.ts (DESIGN 9).
 import { catalogue, internalError, retryAfterSeconds, type Reply } from "../Errors.js"
+import { metricsListenerAnswers, type ListenerAnswer } from "../http/MetricsServer.js"
 
 const row = (name: string, reply: Reply, when: string): string => {
   const headers = reply.retryAfterMs === undefined ? "" : `\`Retry-After: ${retryAfterSeconds(reply.retryAfterMs)}\``
@@ -17,5 +18,16 @@ export const renderErrorsDoc = (): string =>
     "|---|---|---|---|---|---|",
     ...catalogue.map(({ example, when }) => row(example._tag, example.reply, when)),
     row("(defect)", internalError, "Anything unhandled; logged with its cause."),
+    "",
+    "## The metrics listener",
+    "",
+    "The listener on `metrics.port` ([operations.md](operations.md#metrics)) serves `GET /metrics` and answers anything else itself:",
+    "",
+    "| Status | Body | Content type | Headers | When |",
+    "|---|---|---|---|---|",
+    ...Object.values(metricsListenerAnswers).map((answer: ListenerAnswer) => {
+      const headers = answer.allow === undefined ? "" : `\`Allow: ${answer.allow}\``
+      return `| ${answer.reply.status} | \`${answer.reply.body}\` | ${answer.reply.contentType} | ${headers} | ${answer.when} |`
+    }),
     ""
   ].join("\n")

@@ -8,7 +8,7 @@ import { Effect, Either } from "effect"
 import type { Cluster, Redis } from "ioredis"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeRegistry } from "../../src/registry/Registry.js"
-import type { RedisClient } from "../../src/registry/Redis.js"
+import type { RedisClient } from "../../src/registry/RedisConnection.js"
 import { connect, connectCluster, redisBackend, useRedis, useRedisCluster } from "../support/RedisBackend.js"
 
 const BUCKETS = 32

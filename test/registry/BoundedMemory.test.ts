@@ -3,7 +3,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { configForTests } from "../../src/Config.js"
-import { metricsLayer } from "../../src/observe/Metrics.js"
+import { backendOf } from "../../src/App.js"
+import { AppConfig } from "../../src/AppConfig.js"
+import { Metrics } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
 import { countKeys, useRedis } from "../support/RedisBackend.js"
 
@@ -35,7 +37,12 @@ describe("bounded memory on Redis", () => {
           buckets: BUCKETS,
           redis: { url: `redis://127.0.0.1:${redis.server.port}`, cluster: undefined, prefix: "bounded" }
         })
-        const registry = Context.get(yield* Layer.build(Registry.layer(config).pipe(Layer.provide(metricsLayer(false)))), Registry.Registry)
+        const layer = Registry.Registry.layerConfig.pipe(
+          Layer.provide(backendOf(config)),
+          Layer.provide(Metrics.layer(false)),
+          Layer.provide(Layer.succeed(AppConfig, config))
+        )
+        const registry = Context.get(yield* Layer.build(layer), Registry.Registry)
         const workers = ["w1", "w2", "w3", "w4"]
         const incarnations = yield* Effect.forEach(workers, (worker) =>
           registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: [{ namespace: "/threads", hostname: "", env: "" }], headroom: 1, draining: false })

@@ -8,7 +8,8 @@ import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { configForTests, type PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
-import { metricsLayer } from "../../src/observe/Metrics.js"
+import { backendOf } from "../../src/App.js"
+import { Metrics } from "../../src/observe/Metrics.js"
 import { makeInstancePipeline } from "../../src/pipeline/Pipeline.js"
 import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
 import { Deadlines } from "../../src/proxy/Deadlines.js"
@@ -86,7 +87,8 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     return { config, registry, url, port, request, nextCall: () => Effect.promise(fake.nextCall) }
   })
   // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
-  const layers = Layer.mergeAll(Registry.layer(config).pipe(Layer.provide(metricsLayer(false))), Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer).pipe(
+  const registry = Registry.Registry.layerConfig.pipe(Layer.provide(backendOf(config)), Layer.provide(Metrics.layer(false)))
+  const layers = Layer.mergeAll(registry, Upstream.layerTest(fake.client), InflightCap.layerConfig, Deadlines.layer, Auth.layerConfig).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )
   return Effect.flatMap(Layer.build(layers), (context) => Effect.provide(harness, context))

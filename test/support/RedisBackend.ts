@@ -4,7 +4,8 @@ import { Cluster, Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
 import { startRedisCluster, type ClusterOptions, type RedisCluster } from "./RedisCluster.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
-import { clusterNodes, clusterOptions, defineScripts, makeRedisBackend, type RedisClient } from "../../src/registry/Redis.js"
+import { makeRedisBackend } from "../../src/registry/Redis.js"
+import { clusterNodes, clusterOptions, defineScripts, type RedisClient } from "../../src/registry/RedisConnection.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 
 export const connect = async (port: number): Promise<Redis> => {

@@ -1,4 +1,4 @@
-// Pinboard in-process for a test: ServerLive over the registry chosen by the config
+// Pinboard in-process for a test: its layers (App.ts) over the registry chosen by the config
 // (embedded unless `redis.url` is set), on a free loopback port, stopped by interrupting it.
 import { Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
 import { appLayer } from "../../src/App.js"

@@ -33,8 +33,9 @@ export const makeInflightCap = (maxInflight: number): InflightCapService => {
 }
 
 export class InflightCap extends Context.Tag("pinboard/InflightCap")<InflightCap, InflightCapService>() {
-  static readonly layer = Layer.effect(
-    InflightCap,
-    Effect.map(AppConfig, (config) => makeInflightCap(config.forwards.maxInflight))
+  static readonly layer = (maxInflight: number): Layer.Layer<InflightCap> => Layer.sync(InflightCap, () => makeInflightCap(maxInflight))
+
+  static readonly layerConfig: Layer.Layer<InflightCap, never, AppConfig> = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => InflightCap.layer(config.forwards.maxInflight))
   )
 }

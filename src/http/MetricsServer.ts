@@ -1,0 +1,60 @@
+// The metrics listener (`metrics.port`, off by default): `GET /metrics` in Prometheus's text
+// format, nothing else. Its own port, because on the data-plane port every path is an
+// instance request.
+import http, { type ServerResponse } from "node:http"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../AppConfig.js"
+import { TEXT_PLAIN, type Reply } from "../Errors.js"
+import { Metrics } from "../observe/Metrics.js"
+import { listen } from "./Listen.js"
+import { isReadMethod } from "./Reply.js"
+
+export interface ListenerAnswer {
+  readonly reply: Reply
+  /** `Allow`, for the 405. */
+  readonly allow?: string
+  readonly when: string
+}
+
+const plain = (status: number, body: string): Reply => ({ status, contentType: TEXT_PLAIN, body })
+
+/** The listener's own answers: not the data plane's catalogue, listed beside it in docs/errors.md. */
+export const metricsListenerAnswers = {
+  notFound: { reply: plain(404, "not found"), when: "Any path but `/metrics`." },
+  methodNotAllowed: { reply: plain(405, "method not allowed"), allow: "GET, HEAD", when: "`/metrics` with a method other than GET or HEAD." },
+  unavailable: { reply: plain(500, "metrics unavailable"), when: "The metrics could not be rendered." }
+} as const satisfies Record<string, ListenerAnswer>
+
+const answer = (res: ServerResponse, { reply, allow }: ListenerAnswer): void => {
+  res.writeHead(reply.status, { "content-type": reply.contentType, ...(allow === undefined ? {} : { allow }) }).end(reply.body)
+}
+
+export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<MetricsServer, { readonly port: number | undefined }>() {
+  /** Listens on `metrics.port` (its bound port; none while metrics are off), closed with the layer. */
+  static readonly layerConfig: Layer.Layer<MetricsServer, never, AppConfig | Metrics> = Layer.scoped(
+    MetricsServer,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const metrics = yield* Metrics
+      if (config.metrics.port === undefined) return { port: undefined }
+      const host = config.metrics.host ?? config.host
+      const server = http.createServer((req, res) => {
+        const path = (req.url ?? "/").split("?")[0]
+        if (path !== "/metrics") return answer(res, metricsListenerAnswers.notFound)
+        if (!isReadMethod(req.method)) return answer(res, metricsListenerAnswers.methodNotAllowed)
+        metrics.render().then(
+          ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(req.method === "HEAD" ? undefined : body),
+          () => answer(res, metricsListenerAnswers.unavailable)
+        )
+      })
+      const port = yield* Effect.acquireRelease(listen(server, config.metrics.port, host), () =>
+        Effect.async<void>((resume) => {
+          server.closeAllConnections()
+          server.close(() => resume(Effect.void))
+        })
+      )
+      yield* Effect.logInfo(`pinboard metrics on http://${host}:${port}/metrics`)
+      return { port }
+    })
+  )
+}

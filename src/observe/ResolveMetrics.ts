@@ -1,0 +1,44 @@
+// Resolves timed and counted by outcome (docs/operations.md, `pinboard_resolve_seconds`): a
+// decorator of the registry's `resolve`. Structural, so the registry applies it without
+// observe/ knowing the registry's types.
+import { Effect } from "effect"
+import type { MetricsService, ResolveOutcome } from "./Metrics.js"
+
+type Refused = "UnknownNamespace" | "RegistryColdStart" | "NoLiveBackends" | "RegistryUnavailable" | "TakeoverInProgress" | "PlacementHeldByAnotherHostname" | "HostnameBindingDisplaced"
+
+const REFUSED: Record<Refused, ResolveOutcome> = {
+  UnknownNamespace: "unknown_namespace",
+  RegistryColdStart: "cold_start",
+  NoLiveBackends: "no_live_backends",
+  RegistryUnavailable: "unavailable",
+  TakeoverInProgress: "takeover",
+  PlacementHeldByAnotherHostname: "held_by_another_hostname",
+  HostnameBindingDisplaced: "displaced"
+}
+
+/** What the decorator reads of a resolve: its namespace, whether it excluded a refuser, the placement's novelty. */
+interface ResolveFacts {
+  readonly namespace: string
+  readonly excluded: ReadonlyArray<string>
+}
+
+/** `resolve`, timed and counted; itself when metrics are off, so the hot path pays nothing. */
+export const meteredResolve = <Request extends ResolveFacts, Placement extends { readonly isNew: boolean }, Refusal extends { readonly _tag: Refused }>(
+  resolve: (request: Request) => Effect.Effect<Placement, Refusal>,
+  metrics: MetricsService
+): ((request: Request) => Effect.Effect<Placement, Refusal>) => {
+  if (!metrics.enabled) return resolve
+  const outcomeOf = (request: Request, placement: Placement): ResolveOutcome =>
+    !placement.isNew ? "forwarded" : request.excluded.length > 0 ? "re_placed" : "placed"
+  return (request) =>
+    Effect.suspend(() => {
+      const started = performance.now()
+      const seconds = () => (performance.now() - started) / 1000
+      return resolve(request).pipe(
+        Effect.tapBoth({
+          onSuccess: (placement) => Effect.sync(() => metrics.resolve(request.namespace, outcomeOf(request, placement), seconds())),
+          onFailure: (error) => Effect.sync(() => metrics.resolve(request.namespace, REFUSED[error._tag], seconds()))
+        })
+      )
+    })
+}

@@ -1,0 +1,98 @@
+// The connection to Redis (DESIGN 3): one server or a Cluster, options that make every failure
+// fast, and the Lua scripts defined once per client, each called by sha as `pinboard_<name>`.
+import { readFileSync } from "node:fs"
+import { Effect } from "effect"
+import { Cluster, Redis } from "ioredis"
+import { REGISTRY_CALL_TIMEOUT_MS } from "../pipeline/Policies.js"
+
+export type RedisClient = Redis | Cluster
+
+const SCRIPTS = [
+  "register",
+  "heartbeat",
+  "deregister",
+  "nack",
+  "sweep",
+  "resolve",
+  "release",
+  "tag",
+  "winddown",
+  "placement",
+  "workers"
+] as const
+export type ScriptName = (typeof SCRIPTS)[number]
+/** What a script answers. */
+export type ScriptReply = ReadonlyArray<string | number | null>
+
+const readScript = (name: string): string => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), "utf8")
+
+/** Defines every script on the client as the command `pinboard_<name>`. */
+export const defineScripts = (client: RedisClient): void => {
+  const common = readScript("common")
+  for (const name of SCRIPTS) {
+    client.defineCommand(`pinboard_${name}`, { numberOfKeys: 1, lua: `${common}\n${readScript(name)}` })
+  }
+}
+
+/** Client options that make every failure fast: no queueing while disconnected. */
+export const clientOptions = {
+  enableAutoPipelining: true,
+  enableOfflineQueue: false,
+  commandTimeout: REGISTRY_CALL_TIMEOUT_MS,
+  maxRetriesPerRequest: 0,
+  retryStrategy: (times: number) => Math.min(times * 100, 1000)
+} as const
+
+/**
+ * Cluster options: the same fast failure per node, and a bounded retry while a shard fails
+ * over (a closed connection or CLUSTERDOWN is retried every 100 ms, at most 8 times), so a
+ * dead shard's buckets answer 503 within about a second and the others are not held up.
+ * No auto-pipelining: after a failover ioredis 5 answers auto-pipelined commands with the
+ * MOVED error itself instead of following it (seen with a local cluster); the resolve
+ * batcher and the per-shard fan-out pipelines do the grouping instead. (Pipelining the
+ * resolve batches of one turn per shard as well was tried: no measurable gain.)
+ */
+export const clusterOptions = {
+  enableAutoPipelining: false,
+  enableOfflineQueue: false,
+  lazyConnect: true,
+  maxRedirections: 8,
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnTryAgain: 100,
+  slotsRefreshTimeout: REGISTRY_CALL_TIMEOUT_MS,
+  // Learn a new topology (a failover, resharding) even while nothing fails.
+  slotsRefreshInterval: 5000,
+  redisOptions: clientOptions
+} as const
+
+/** `host:port` entries (an IPv6 host in brackets) as ioredis Cluster start-up nodes. */
+export const clusterNodes = (entries: ReadonlyArray<string>): Array<{ host: string; port: number }> =>
+  entries.map((entry) => {
+    const colon = entry.lastIndexOf(":")
+    return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(entry.slice(colon + 1)) }
+  })
+
+/** Where the registry's Redis is: a server's URL, or a Cluster's seed nodes. */
+export interface RedisTarget {
+  readonly url: string | undefined
+  readonly cluster: ReadonlyArray<string> | undefined
+}
+
+/** A client with the scripts defined, connected (or reconnecting), disconnected when the scope closes. */
+export const connectRedis = (target: RedisTarget) =>
+  Effect.acquireRelease(
+    Effect.promise(async (): Promise<RedisClient> => {
+      const client =
+        target.cluster !== undefined
+          ? new Cluster(clusterNodes(target.cluster), clusterOptions)
+          : new Redis(target.url!, { ...clientOptions, lazyConnect: true })
+      client.on("error", () => {
+        // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
+      })
+      defineScripts(client)
+      await client.connect().catch(() => undefined)
+      return client
+    }),
+    (client) => Effect.sync(() => client.disconnect())
+  )
