@@ -15,7 +15,7 @@
 // the ids are placed through the first Pinboard (the cold start is one lease per bucket)
 // and every Pinboard must report the same placement, worker and epoch, for each id before
 // anything is measured.
-import { bucketOf } from "../src/registry/Bucket.js"
+import { bucketOf } from "../src/contract/Bucket.js"
 import { startRedisCluster, type RedisCluster } from "../test/support/RedisCluster.js"
 import { measureLoad } from "./measure.js"
 import { pinPid, type Proc } from "./processes.js"

@@ -11,7 +11,7 @@
 // - replayed bodies: a request body delivered to a worker more than once;
 // - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
 //   counter's own refusals.
-import { compareEpochs } from "../../src/worker/Epochs.js"
+import { compareEpochs } from "../../src/contract/Epochs.js"
 
 export type WorkerEvent =
   | { readonly t: number; readonly worker: string; readonly ev: "activate"; readonly id: string; readonly epoch: string; readonly value: number }

@@ -2,7 +2,7 @@
 // the provider's secret, or the HKDF attestation key), signed wrong, unsigned, truncated,
 // re-encoded, and mutated byte by byte.
 import { createHmac, generateKeyPairSync, sign as rsaSign } from "node:crypto"
-import { attestationKey } from "../../src/auth/AttestationKey.js"
+import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { B64URL_ALPHABET, type Rng } from "../prng.js"
 import { JWT_AUDIENCE, JWT_ISSUER, JWT_SECRET, TOKEN } from "./fleet.js"
 

@@ -2,7 +2,7 @@
 // them: which rule applies, where the credential is, whether scopes and callers are admitted.
 import type { IncomingHttpHeaders } from "node:http"
 import type { NamespaceRule } from "../Config.js"
-import { cookieValue } from "../http/Cookie.js"
+import { cookieValue } from "../contract/Cookie.js"
 import type { Provider } from "./Providers.js"
 
 export interface CompiledRule {

@@ -1,10 +1,8 @@
 // Upgrade failures (seed "WebSockets", DESIGN 11): a bare status line, no body and no
 // CORS headers; only `Retry-After` (503) and `connection: close`. A 500 destroys the socket.
-import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
+import { statusLine } from "../contract/StatusLine.js"
 import { retryAfterSeconds, type Reply } from "../Errors.js"
-
-export const statusLine = (status: number): string => `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`
 
 export const writeBareStatus = (socket: Duplex, reply: Reply): void => {
   if (socket.destroyed) return

@@ -19,7 +19,7 @@ import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
 import { listen } from "./Listen.js"
 import { healthz, readyz } from "./Probes.js"
-import { handleRegistry } from "./registry/RegistryApi.js"
+import { handleRegistry } from "./RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
 import { isWebSocketOffer, serveAsRequest } from "./UpgradeOffer.js"
 

@@ -4,7 +4,7 @@
 import { parseArgs } from "node:util"
 import { Data, Either, Schema } from "effect"
 import { isValidId, isValidNamespace } from "../Address.js"
-import { Env, Hostname, WorkerId } from "../http/registry/Bodies.js"
+import { Env, Hostname, WorkerId } from "../http/RegistryBodies.js"
 
 export const USAGE = `Usage:
   pinboard inspect workers [--pinboard URL] [--json]

@@ -4,7 +4,7 @@
 import { Clock, Console, Effect, Either } from "effect"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "../Config.js"
 import type { Env } from "../config/Sources.js"
-import { bucketOf } from "../registry/Bucket.js"
+import { bucketOf } from "../contract/Bucket.js"
 import { type InspectCommand, parseInspectArgs, USAGE, type UsageError } from "./Args.js"
 import { getPlacement, listWorkers, type RegistryReadError, type RegistryTarget } from "./Client.js"
 import { explainResolve } from "./Explain.js"

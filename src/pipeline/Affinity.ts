@@ -1,7 +1,7 @@
 // The affinity value that rendezvous placement hashes (DESIGN 2 `affinity.key`, DESIGN 5).
 import type { IncomingMessage } from "node:http"
 import type { AffinityKey } from "../Config.js"
-import { cookieValue } from "../http/Cookie.js"
+import { cookieValue } from "../contract/Cookie.js"
 import { peerAddress } from "../proxy/Headers.js"
 
 /** The configured header or cookie, falling back to the client IP when the request has none. */

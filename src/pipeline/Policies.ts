@@ -1,8 +1,7 @@
-// The request path's policies as values (routing.md "Retries Pinboard makes"; the seed's
-// "In-band refusal" and "Limits"; DESIGN 2 and 9): the two retries as Schedules, applied
-// with `Effect.retry` in Deliver.ts, and the fixed limits, which run on Clock (Deadlines.ts)
-// so that a TestClock drives them. None of these is an option; tests reach them through
-// the Clock, never through configuration.
+// The request path's retries as values (routing.md "Retries Pinboard makes"; the seed's
+// "In-band refusal"): two Schedules, applied with `Effect.retry`'s semantics in Deliver.ts.
+// The fixed limits are named where they apply: a forward's in proxy/Limits.ts, a Redis
+// call's in registry/RedisConnection.ts, the instance call depth in steps/Depth.ts.
 //
 // What the declared form costs per request is measured by `npm run bench:effect`
 // (bench/effectCosts.ts): see docs/proxy.md "What a request costs".
@@ -19,34 +18,6 @@ export const RE_RESOLVE = Schedule.recurs(MAX_RE_RESOLVES).pipe(
 
 /** After an in-band refusal, one re-place on another worker (requests without a body and upgrades only). */
 export const REFUSAL_RE_PLACE = Schedule.once.pipe(Schedule.whileInput((error: { readonly _tag: string }) => error._tag === "RefusedBy"))
-
-/** TCP connect to a worker. */
-export const CONNECT_TIMEOUT_MS = 5_000
-/** No data from the worker on a streamed response body for this long ends the exchange. */
-export const BODY_IDLE_MS = 60_000
-/**
- * Upper bound on one Redis call: Redis slow or unreachable is a 503, never a hang. Enforced
- * by the Redis client itself (`commandTimeout`, no offline queue), in real time: it bounds a
- * socket's wait, which only a real Redis has.
- */
-export const REGISTRY_CALL_TIMEOUT_MS = 1_000
-/** Dead-peer detection on both sockets of a WebSocket tunnel. */
-export const TUNNEL_KEEPALIVE_MS = 30_000
-/** Instance call depth (DESIGN 7). */
-export const MAX_DEPTH = 50
-
-/** The limits of one forward; `headersMs` is `forwards.timeoutMs`. */
-export interface ForwardLimits {
-  readonly connectMs: number
-  readonly headersMs: number
-  readonly bodyIdleMs: number
-}
-
-export const forwardLimits = (headersTimeoutMs: number): ForwardLimits => ({
-  connectMs: CONNECT_TIMEOUT_MS,
-  headersMs: headersTimeoutMs,
-  bodyIdleMs: BODY_IDLE_MS
-})
 
 /**
  * `Effect.retry(self, policy)`, with the policy's driver made only once `self` has failed:

@@ -1,5 +1,6 @@
 // Request and response header rules (seed "Request headers" and "Response"), pure.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
+import { ATTESTATION_HEADER, EPOCH_HEADER, isPinboardHeader, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract/Headers.js"
 
 /** Headers as node:http and undici hand them over: lowercase names. */
 type HeaderMap = Readonly<Record<string, string | Array<string> | undefined>>
@@ -36,8 +37,8 @@ export const forwardRequestHeaders = (
     out[name] = headers[name]
   }
   out["x-forwarded-for"] = added.peer
-  out["pinboard-epoch"] = added.epoch
-  out["pinboard-attestation"] = added.attestation
+  out[EPOCH_HEADER] = added.epoch
+  out[ATTESTATION_HEADER] = added.attestation
   return out
 }
 
@@ -45,7 +46,7 @@ export const relayResponseHeaders = (headers: HeaderMap, origin: string | undefi
   const drop = hopByHop(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
-    if (drop(name) || name.startsWith("pinboard-") || name === "pinned-refusal") continue
+    if (drop(name) || isPinboardHeader(name)) continue
     out[name] = headers[name]
   }
   out["x-accel-buffering"] = "no"
@@ -59,7 +60,7 @@ export const relayResponseHeaders = (headers: HeaderMap, origin: string | undefi
 export const relayTrailers = (trailers: HeaderMap): OutgoingHttpHeaders | undefined => {
   let out: OutgoingHttpHeaders | undefined
   for (const name in trailers) {
-    if (isFixedHopByHop(name) || name.startsWith("pinboard-") || name === "pinned-refusal") continue
+    if (isFixedHopByHop(name) || isPinboardHeader(name)) continue
     if (out === undefined) out = {}
     out[name] = trailers[name]
   }
@@ -68,7 +69,7 @@ export const relayTrailers = (trailers: HeaderMap): OutgoingHttpHeaders | undefi
 
 /** The seed's in-band refusal: `503` with `Pinned-Refusal: lease-unhealthy`. */
 export const isRefusal = (status: number, headers: HeaderMap): boolean =>
-  status === 503 && String(headers["pinned-refusal"] ?? "").trim().toLowerCase() === "lease-unhealthy"
+  status === 503 && String(headers[REFUSAL_HEADER] ?? "").trim().toLowerCase() === LEASE_UNHEALTHY
 
 /**
  * The seed's CORS rule, for worker responses and Pinboard's own alike: a request with an

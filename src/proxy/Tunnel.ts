@@ -8,8 +8,9 @@ import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
 import { awaitHeaders, Exchange, type ForwardContext, type Outbound, type SendError } from "./Exchange.js"
-import { TUNNEL_KEEPALIVE_MS } from "../pipeline/Policies.js"
-import { statusLine } from "../http/BareStatus.js"
+import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
+import { isPinboardHeader } from "../contract/Headers.js"
+import { statusLine } from "../contract/StatusLine.js"
 
 /** Open tunnels, for graceful shutdown to close once in-flight forwards are done. */
 export type TunnelSet = Set<Duplex>
@@ -71,7 +72,7 @@ export const sendUpgrade = (
 const upgradeHead = (statusCode: number, headers: Record<string, string | Array<string>>): string => {
   let head = `${statusLine(statusCode)}\r\n`
   for (const name in headers) {
-    if (name.startsWith("pinboard-") || name === "pinned-refusal") continue
+    if (isPinboardHeader(name)) continue
     const value = headers[name]!
     for (const one of Array.isArray(value) ? value : [value]) head += `${name}: ${one}\r\n`
   }

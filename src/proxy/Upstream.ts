@@ -3,7 +3,7 @@
 // the timeouts of Forward.ts with a TestClock.
 import { Context, Effect, Layer } from "effect"
 import { Agent, type Dispatcher } from "undici"
-import { CONNECT_TIMEOUT_MS } from "../pipeline/Policies.js"
+import { CONNECT_TIMEOUT_MS } from "./Limits.js"
 
 export interface UpstreamClient {
   readonly dispatch: (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean

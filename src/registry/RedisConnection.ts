@@ -3,7 +3,13 @@
 import { readFileSync } from "node:fs"
 import { Effect } from "effect"
 import { Cluster, Redis } from "ioredis"
-import { REGISTRY_CALL_TIMEOUT_MS } from "../pipeline/Policies.js"
+
+/**
+ * Upper bound on one Redis call: Redis slow or unreachable is a 503, never a hang. Enforced
+ * by the Redis client itself (`commandTimeout`, no offline queue), in real time: it bounds a
+ * socket's wait, which only a real Redis has.
+ */
+export const REGISTRY_CALL_TIMEOUT_MS = 1_000
 
 export type RedisClient = Redis | Cluster
 

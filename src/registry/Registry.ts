@@ -16,7 +16,7 @@ import {
   UnknownNamespace
 } from "../Errors.js"
 import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
-import { bucketOf } from "./Bucket.js"
+import { bucketOf } from "../contract/Bucket.js"
 import { bindingKey } from "./Hostnames.js"
 import type {
   CasOutcome,

@@ -7,7 +7,7 @@ import type { WebSocket } from "ws"
 import type { Caller } from "./Call.js"
 import type { ActivationContext, CallInstance, DeactivateReason, InstanceDefinition } from "./Definition.js"
 import { DEFAULT_IDLE_TIMEOUT_MS } from "./Definition.js"
-import { compareEpochs } from "./Epochs.js"
+import { compareEpochs } from "../contract/Epochs.js"
 import type { PlacementRef, WindDownEntry } from "./RegistryClient.js"
 
 export interface ActivationsOptions {

@@ -8,6 +8,7 @@
 // (undici's, which Node's own fetch accepts: the answer stays a global `Response`).
 import { SignJWT } from "jose"
 import { Agent, type Dispatcher } from "undici"
+import { CALLER_HEADER } from "../contract/Headers.js"
 import type { CallInit, CallInstance } from "./Definition.js"
 
 /** Caller tokens live this long (DESIGN 7: at most 60 s). */
@@ -81,7 +82,7 @@ export const makeCalls = (pinboard: string, key: Uint8Array, now: () => number):
     async (namespace, id, path, init: CallInit = {}) => {
       const { hostname = caller.hostname, ...request } = init
       const headers = new Headers(request.headers)
-      headers.set("pinboard-caller", await mintCallerToken(caller, key, now()))
+      headers.set(CALLER_HEADER, await mintCallerToken(caller, key, now()))
       const rest = path === "" || path.startsWith("/") || path.startsWith("?") ? path : `/${path}`
       const url = `${base}${namespace}/${encodeURIComponent(id)}${rest}`
       return fetch(url, { ...request, headers, ...(hostname === undefined ? {} : { dispatcher: dispatcherFor(hostname) }) })

@@ -3,7 +3,7 @@
 // presents the writer's placement epoch, and one Lua script refuses it when the key already
 // holds a newer epoch. The new owner's data cannot be overwritten by the old one.
 import type { Cluster, Redis } from "ioredis"
-import { assertEpoch } from "./Epochs.js"
+import { assertEpoch } from "../contract/Epochs.js"
 
 /** A write or delete presented an epoch older than the one the key already holds. */
 export class StaleEpochError extends Error {

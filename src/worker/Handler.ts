@@ -6,7 +6,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type { WebSocketServer } from "ws"
-import { statusLine } from "../http/BareStatus.js"
+import { ATTESTATION_HEADER, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract/Headers.js"
+import { statusLine } from "../contract/StatusLine.js"
 import type { Activation, Activations } from "./Activations.js"
 import { verifyAttestation, type Attested } from "./Attestation.js"
 import type { Caller } from "./Call.js"
@@ -33,7 +34,7 @@ const json = (res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers }).end(text)
 }
 
-const REFUSAL = { "pinned-refusal": "lease-unhealthy", "retry-after": "1" }
+const REFUSAL = { [REFUSAL_HEADER]: LEASE_UNHEALTHY, "retry-after": "1" }
 
 /** The path after `/{namespace}/{id}` and the query, when the URL is the one Pinboard forwards for them. */
 const restOf = (url: string, prefix: string, attested: Attested): { path: string; query: URLSearchParams } | undefined => {
@@ -51,7 +52,7 @@ type Admitted =
   | { readonly _tag: "Refused"; readonly status: number; readonly error: string; readonly headers?: Record<string, string> }
 
 const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted> => {
-  const attested = await verifyAttestation(req.headers["pinboard-attestation"], deps.key, deps.worker, deps.now())
+  const attested = await verifyAttestation(req.headers[ATTESTATION_HEADER], deps.key, deps.worker, deps.now())
   if (attested === undefined) return { _tag: "Refused", status: 401, error: "missing or invalid Pinboard-Attestation" }
   const definition = deps.definitions.get(attested.namespace)
   const rest = restOf(req.url ?? "/", deps.prefix, attested)

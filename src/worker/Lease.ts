@@ -10,7 +10,7 @@
 // down: the answer lists it in `unrenewed`). So the lease end is kept per bucket, and only
 // the activations whose bucket went unconfirmed are dropped; the rest keep serving.
 import { Clock, Data, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
-import { bucketOf } from "../registry/Bucket.js"
+import { bucketOf } from "../contract/Bucket.js"
 import type { PlacementRef, RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"

@@ -12,6 +12,6 @@ export {
   type RequestIdentity,
   type RouteHandler
 } from "./Definition.js"
-export { compareEpochs, isEpoch } from "./Epochs.js"
+export { compareEpochs, isEpoch } from "../contract/Epochs.js"
 export { FencedStore, StaleEpochError } from "./FencedStore.js"
 export { httpRegistryClient, type HostnameEnv, type PlacementRef, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"

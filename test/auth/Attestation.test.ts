@@ -5,7 +5,7 @@ import { webcrypto } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { decodeProtectedHeader, jwtVerify } from "jose"
 import { makeAttestationSigner } from "../../src/auth/Attestation.js"
-import { attestationKey } from "../../src/auth/AttestationKey.js"
+import { attestationKey } from "../../src/contract/AttestationKey.js"
 
 const TOKEN = "deployment-token"
 const NOW_MS = 1_800_000_000_123

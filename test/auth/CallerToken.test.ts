@@ -2,7 +2,7 @@
 // expiry with the 5 s tolerance, at the time given (the caller passes the Clock's).
 import { describe, expect, it } from "@effect/vitest"
 import { SignJWT, type JWTPayload } from "jose"
-import { attestationKey } from "../../src/auth/AttestationKey.js"
+import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { parseInstance, verifyCallerToken } from "../../src/auth/CallerToken.js"
 
 const KEY = attestationKey("deployment-token")

@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { bucketOf } from "../../src/registry/Bucket.js"
+import { bucketOf } from "../../src/contract/Bucket.js"
 import {
   BUCKETS,
   Fleet,

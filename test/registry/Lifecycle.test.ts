@@ -2,7 +2,7 @@
 // 410 lease lost, wind-down deadlines, the nack window, epochs across a wipe.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, TestClock } from "effect"
-import { bucketOf } from "../../src/registry/Bucket.js"
+import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"

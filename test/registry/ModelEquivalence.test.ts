@@ -4,7 +4,7 @@
 import { Effect, FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
 import type { RegistryBackend } from "../../src/registry/Backend.js"
-import { bucketOf } from "../../src/registry/Bucket.js"
+import { bucketOf } from "../../src/contract/Bucket.js"
 import { memberKey, rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
 import { bindingKey, servesHostname } from "../../src/registry/Hostnames.js"

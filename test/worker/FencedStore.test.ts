@@ -2,7 +2,7 @@
 // than the stored one is refused atomically, whatever else races with it.
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { compareEpochs } from "../../src/worker/Epochs.js"
+import { compareEpochs } from "../../src/contract/Epochs.js"
 import { FencedStore, StaleEpochError } from "../../src/worker/FencedStore.js"
 import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
 

@@ -4,7 +4,7 @@
 // when Pinboard reports buckets it could not renew (a Redis Cluster shard down).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import { bucketOf } from "../../src/registry/Bucket.js"
+import { bucketOf } from "../../src/contract/Bucket.js"
 import { keepLease, type DropReason, type Selection } from "../../src/worker/Lease.js"
 import type { HeartbeatAnswer, PlacementRef, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
 

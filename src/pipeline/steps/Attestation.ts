@@ -3,6 +3,7 @@
 // calling instance at that epoch on that worker.
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect } from "effect"
+import { CALLER_HEADER } from "../../contract/Headers.js"
 import type { AuthService } from "../../auth/Auth.js"
 import type { CallerClaims } from "../../auth/CallerToken.js"
 import { InvalidAttestation, StaleAttestation, type AttestationExpired, type RegistryUnavailable } from "../../Errors.js"
@@ -29,7 +30,7 @@ export const readCaller = (
   registry: RegistryService,
   headers: IncomingHttpHeaders
 ): Effect.Effect<Caller | undefined, AttestationError> => {
-  const token = headers["pinboard-caller"]
+  const token = headers[CALLER_HEADER]
   if (token === undefined) return outside
   if (typeof token !== "string") return new InvalidAttestation()
   return Effect.flatMap(auth.verifyCaller(token), (claims) => stillPlaced(registry, claims))

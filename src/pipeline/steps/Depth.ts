@@ -2,8 +2,10 @@
 // serves; past MAX_DEPTH it is refused.
 import { Effect } from "effect"
 import { DepthExceeded } from "../../Errors.js"
-import { MAX_DEPTH } from "../Policies.js"
 import type { Caller } from "./Attestation.js"
+
+/** Instance call depth (DESIGN 7). */
+export const MAX_DEPTH = 50
 
 const outsideDepth = Effect.succeed(0)
 

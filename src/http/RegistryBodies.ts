@@ -1,8 +1,8 @@
 // The registry API's request bodies and path parameters (DESIGN 4), as Schemas whose
 // failures name the field and what was expected.
 import { Either, ParseResult, Schema } from "effect"
-import { isValidId, isValidNamespace } from "../../Address.js"
-import { InvalidRequest } from "../../Errors.js"
+import { isValidId, isValidNamespace } from "../Address.js"
+import { InvalidRequest } from "../Errors.js"
 
 /** The message for any failure of the field, its type included. */
 const expected = (what: string) => ({ message: () => ({ message: `expected ${what}`, override: true }) })

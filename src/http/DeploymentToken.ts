@@ -1,7 +1,7 @@
 // The deployment token check of the registry API (DESIGN 4), in constant time.
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Redacted } from "effect"
-import type { PinboardConfig } from "../../Config.js"
+import type { PinboardConfig } from "../Config.js"
 
 const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest()
 const expectedDigests = new WeakMap<PinboardConfig, Buffer>()

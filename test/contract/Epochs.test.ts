@@ -2,7 +2,7 @@
 // ever becoming numbers.
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import { compareEpochs, isEpoch } from "../../src/worker/Epochs.js"
+import { compareEpochs, isEpoch } from "../../src/contract/Epochs.js"
 
 const EPOCH_PATTERN = /^(0|[1-9][0-9]*)$/
 const sign = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0)

@@ -1,13 +1,13 @@
 // The registry HTTP API (DESIGN 4): deployment token, routes, bodies, answers.
 import type { IncomingMessage } from "node:http"
 import { Effect, type Schema } from "effect"
-import { AppConfig } from "../../AppConfig.js"
-import type { PinboardConfig } from "../../Config.js"
-import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../../Errors.js"
-import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../../registry/Domain.js"
-import { Registry } from "../../registry/Registry.js"
-import { readJson, REGISTRY_BODY_LIMIT } from "../Body.js"
-import { isReadMethod } from "../Reply.js"
+import { AppConfig } from "../AppConfig.js"
+import type { PinboardConfig } from "../Config.js"
+import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../Errors.js"
+import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../registry/Domain.js"
+import { Registry } from "../registry/Registry.js"
+import { readJson, REGISTRY_BODY_LIMIT } from "./Body.js"
+import { isReadMethod } from "./Reply.js"
 import { tokenMatches } from "./DeploymentToken.js"
 import {
   decodeBody,
@@ -22,7 +22,7 @@ import {
   ReleaseBody,
   TagBody,
   WorkerId
-} from "./Bodies.js"
+} from "./RegistryBodies.js"
 
 export interface ApiAnswer {
   readonly status: number
