@@ -140,6 +140,12 @@ export const parseAddress = (rawUrl: string): Either.Either<Address, AddressErro
   })
 }
 
+/** A raw target's path: everything before the query. */
+export const pathOf = (rawUrl: string): string => {
+  const query = rawUrl.indexOf("?")
+  return query === -1 ? rawUrl : rawUrl.slice(0, query)
+}
+
 /** The origin-form target of an address: `namespace + "/" + id + rest + query`. */
 export const formatAddress = (address: Address): string =>
   `${address.namespace}/${address.id}${address.rest}${address.query}`

@@ -3,6 +3,7 @@
 // instance request.
 import http, { type ServerResponse } from "node:http"
 import { Context, Effect, Layer } from "effect"
+import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { TEXT_PLAIN, type Reply } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
@@ -39,8 +40,7 @@ export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<Metrics
       if (config.metrics.port === undefined) return { port: undefined }
       const host = config.metrics.host ?? config.host
       const server = http.createServer((req, res) => {
-        const path = (req.url ?? "/").split("?")[0]
-        if (path !== "/metrics") return answer(res, metricsListenerAnswers.notFound)
+        if (pathOf(req.url ?? "/") !== "/metrics") return answer(res, metricsListenerAnswers.notFound)
         if (!isReadMethod(req.method)) return answer(res, metricsListenerAnswers.methodNotAllowed)
         metrics.render().then(
           ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(req.method === "HEAD" ? undefined : body),

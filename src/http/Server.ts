@@ -3,6 +3,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Cause, Context, Effect, Layer, Option, Runtime } from "effect"
+import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import type { Auth } from "../auth/Auth.js"
 import { type CatalogueError, ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
@@ -24,11 +25,6 @@ import { isReadMethod, writeJson, writeReply } from "./Reply.js"
 import { isWebSocketOffer, serveAsRequest } from "./UpgradeOffer.js"
 
 type Route = "healthz" | "readyz" | "registry" | "instance"
-
-const pathOf = (url: string): string => {
-  const query = url.indexOf("?")
-  return query === -1 ? url : url.slice(0, query)
-}
 
 const routeOf = (url: string): Route => {
   const path = pathOf(url)

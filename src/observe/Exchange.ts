@@ -2,6 +2,7 @@
 // what it learns (namespace and id, then the worker and epoch it forwards to, or the error it
 // answered with), and when the exchange is over one call counts it and writes its line.
 import type { IncomingMessage } from "node:http"
+import { pathOf } from "../Address.js"
 import type { MetricsService } from "./Metrics.js"
 import { writeLogLine } from "./Log.js"
 
@@ -22,11 +23,6 @@ export interface ExchangeObserver {
   readonly idle: boolean
   /** Counts the exchange and writes its access line; `status` is what the client was sent. */
   readonly finished: (req: IncomingMessage, note: ExchangeNote, status: number, startedAt: number) => void
-}
-
-const pathOf = (url: string): string => {
-  const query = url.indexOf("?")
-  return query === -1 ? url : url.slice(0, query)
 }
 
 export const exchangeObserver = (metrics: MetricsService, accessLog: boolean): ExchangeObserver => ({
