@@ -3,6 +3,7 @@
 // whom. Signed synchronously with the key derived once: the forward waits on nothing for it.
 // (jose's signers are asynchronous; tests verify these tokens with jose's jwtVerify.)
 import { createHmac, createSecretKey } from "node:crypto"
+import { ATTESTATION_TTL_S, PINBOARD_ISSUER, type AttestationPayload } from "../contract/Claims.js"
 
 export interface AttestationClaims {
   /** The worker the forward goes to (`aud`). */
@@ -18,8 +19,6 @@ export interface AttestationClaims {
   /** Hostname-aware mode: the placement's env and the request's hostname (DESIGN 7). */
   readonly hostname?: { readonly env: string; readonly host: string } | undefined
 }
-
-export const ATTESTATION_TTL_S = 60
 
 const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toString("base64url")
 
@@ -56,8 +55,8 @@ export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner =
 
 const signWith = (key: ReturnType<typeof createSecretKey>, claims: AttestationClaims, nowMs: number): string => {
   const iat = Math.floor(nowMs / 1000)
-  const payload: Record<string, unknown> = {
-    iss: "pinboard",
+  const payload: { -readonly [Claim in keyof AttestationPayload]: AttestationPayload[Claim] } = {
+    iss: PINBOARD_ISSUER,
     aud: claims.worker,
     iat,
     exp: iat + ATTESTATION_TTL_S,

@@ -2,6 +2,7 @@
 // instances. Verified with jose against the attestation key; the claims are then checked
 // for shape. Whether the caller is still placed there is the attestation step's registry check.
 import { errors, jwtVerify } from "jose"
+import { CALLER_TOKEN_MAX_LIFETIME_S, PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { isValidId, isValidNamespace } from "../Address.js"
 
 /** The calling instance, as its token claims it. */
@@ -20,7 +21,6 @@ export type CallerTokenProblem = "invalid" | "expired"
 
 /** Clock skew allowed between a worker and Pinboard, as for credentials (DESIGN 6). */
 export const CALLER_CLOCK_TOLERANCE_S = 5
-const MAX_LIFETIME_S = 60
 
 const EPOCH = /^[0-9]{1,20}$/
 
@@ -34,11 +34,11 @@ export const parseInstance = (text: string): { readonly namespace: string; reado
 }
 
 const claimsOf = (payload: Record<string, unknown>): CallerClaims | undefined => {
-  const { iss, sub, epoch, depth, iat, exp, env } = payload
+  const { iss, sub, epoch, depth, iat, exp, env }: Partial<Record<keyof CallerPayload, unknown>> = payload
   if (typeof iss !== "string" || iss === "" || typeof sub !== "string" || typeof epoch !== "string") return undefined
   if (env !== undefined && typeof env !== "string") return undefined
   if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) return undefined
-  if (typeof iat !== "number" || typeof exp !== "number" || exp > iat + MAX_LIFETIME_S) return undefined
+  if (typeof iat !== "number" || typeof exp !== "number" || exp > iat + CALLER_TOKEN_MAX_LIFETIME_S) return undefined
   const instance = parseInstance(sub)
   if (instance === undefined || !EPOCH.test(epoch)) return undefined
   return { worker: iss, namespace: instance.namespace, id: instance.id, epoch, env: env ?? "", depth }
@@ -52,7 +52,7 @@ export const verifyCallerToken = async (
   try {
     const { payload } = await jwtVerify(token, key, {
       algorithms: ["HS256"],
-      audience: "pinboard",
+      audience: PINBOARD_ISSUER,
       requiredClaims: ["iss", "sub", "iat", "exp"],
       clockTolerance: CALLER_CLOCK_TOLERANCE_S,
       currentDate: new Date(nowMs)

@@ -2,6 +2,7 @@
 // derived from the deployment token, for this worker (`aud`). Anything else did not come
 // through Pinboard.
 import { jwtVerify } from "jose"
+import { PINBOARD_ISSUER, type AttestationPayload } from "../contract/Claims.js"
 import type { RequestIdentity } from "./Definition.js"
 
 export interface Attested extends RequestIdentity {
@@ -25,13 +26,13 @@ export const verifyAttestation = async (
   try {
     const { payload } = await jwtVerify(token, key, {
       algorithms: ["HS256"],
-      issuer: "pinboard",
+      issuer: PINBOARD_ISSUER,
       audience: worker,
       requiredClaims: ["exp", "iat"],
       clockTolerance: CLOCK_TOLERANCE_S,
       currentDate: new Date(nowMs)
     })
-    const { ns, id, epoch, depth, sub, scope, caller, env, host } = payload
+    const { ns, id, epoch, depth, sub, scope, caller, env, host }: Partial<Record<keyof AttestationPayload, unknown>> = payload
     if (typeof ns !== "string" || typeof id !== "string" || typeof epoch !== "string" || typeof depth !== "number") return undefined
     if (env !== undefined && typeof env !== "string") return undefined
     return {

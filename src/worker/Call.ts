@@ -8,6 +8,7 @@
 // (undici's, which Node's own fetch accepts: the answer stays a global `Response`).
 import { SignJWT } from "jose"
 import { Agent, type Dispatcher } from "undici"
+import { PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { CALLER_HEADER } from "../contract/Headers.js"
 import type { CallInit, CallInstance } from "./Definition.js"
 
@@ -27,10 +28,11 @@ export interface Caller {
 
 export const mintCallerToken = (caller: Caller, key: Uint8Array, nowMs: number): Promise<string> => {
   const iat = Math.floor(nowMs / 1000)
-  return new SignJWT({ epoch: caller.epoch, depth: caller.depth, ...(caller.env === "" ? {} : { env: caller.env }) })
+  const claims: Pick<CallerPayload, "epoch" | "depth" | "env"> = { epoch: caller.epoch, depth: caller.depth, ...(caller.env === "" ? {} : { env: caller.env }) }
+  return new SignJWT(claims)
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setIssuer(caller.worker)
-    .setAudience("pinboard")
+    .setAudience(PINBOARD_ISSUER)
     .setSubject(`${caller.namespace}/${caller.id}`)
     .setIssuedAt(iat)
     .setExpirationTime(iat + CALLER_TOKEN_TTL_S)
