@@ -12,12 +12,12 @@
 import { availableParallelism } from "node:os"
 import { Clock, Effect } from "effect"
 import { Redis } from "ioredis"
-import { configForTests } from "../src/Config.js"
 import { bucketOf } from "../src/registry/Bucket.js"
 import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
 import { clientOptions, defineScripts, makeRedisBackend } from "../src/registry/Redis.js"
 import { makeRegistry, policyOf, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
+import { configForTests } from "../test/support/TestConfig.js"
 
 const DEFAULT_LEVELS = [1, 16, 64]
 const IDS = 10_000

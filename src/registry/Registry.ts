@@ -2,7 +2,7 @@
 // random numbers from Random around a backend (embedded memory or Redis).
 import { Context, Effect, Layer, Random, Schedule } from "effect"
 import { Cluster, Redis } from "ioredis"
-import { takeoverOf, type PinboardConfig } from "../Config.js"
+import { takeoverOf, type PinboardConfig, type Takeover } from "../Config.js"
 import {
   BindingHeldByAnotherEnv,
   HostnameBindingDisplaced,
@@ -190,7 +190,7 @@ const twoRandomNumbers = Random.nextIntBetween(0, DICE * DICE)
 const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll("\n", " ") : text)
 
 /** Each env's takeover in hostname-aware mode (DESIGN 8, `envs.<env>.takeover`). */
-export type TakeoverOf = (env: string) => "wind_down" | "deny"
+export type TakeoverOf = (env: string) => Takeover
 
 export const makeRegistry = (
   backend: RegistryBackend,
