@@ -12,7 +12,6 @@
 import { availableParallelism } from "node:os"
 import { Clock, Effect } from "effect"
 import { Redis } from "ioredis"
-import { configForTests } from "../src/Config.js"
 import { bucketOf } from "../src/contract/Bucket.js"
 import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
 import { makeRedisBackend } from "../src/registry/Redis.js"
@@ -20,6 +19,7 @@ import { clientOptions, defineScripts } from "../src/registry/RedisConnection.js
 import { policyOf } from "../src/registry/Policy.js"
 import { makeRegistry, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
+import { configForTests } from "../test/support/TestConfig.js"
 
 const DEFAULT_LEVELS = [1, 16, 64]
 const IDS = 10_000

@@ -4,11 +4,12 @@
 // Options and variables: docs/config.md.
 import { readFileSync } from "node:fs"
 import { Effect, Schema } from "effect"
+import type { Takeover } from "./config/Fields.js"
 import { describeParseError } from "./config/Messages.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
 import { type ConfigFileArgument, configFileArgument, type Env, isPlainObject, overlayEnv } from "./config/Sources.js"
 
-export type { AffinityKey } from "./config/Fields.js"
+export type { AffinityKey, Takeover } from "./config/Fields.js"
 export type { ApiKeyProviderConfig, JwtProviderConfig, NamespaceRule, ProviderConfig } from "./config/Auth.js"
 export { type PinboardConfig, type PinboardConfigFile, PinboardConfigSchema } from "./config/Schema.js"
 export { ENV_VARS } from "./config/Sources.js"
@@ -53,17 +54,5 @@ export const loadConfig: (input: {
 })
 
 /** How takeover works in an env (DESIGN 5 step 2): `wind_down` unless `envs.<env>.takeover` says otherwise. */
-export const takeoverOf = (config: PinboardConfig, env: string): "wind_down" | "deny" =>
+export const takeoverOf = (config: PinboardConfig, env: string): Takeover =>
   config.envs[env]?.takeover ?? "wind_down"
-
-/**
- * Defaults with token "test-token", for other modules' tests. Overriding `leaseMs`
- * without `nack` moves `nack.windowMs` along, as the real default does.
- */
-export const configForTests = (overrides: Partial<PinboardConfig> = {}): PinboardConfig => {
-  const defaults = Schema.decodeUnknownSync(PinboardConfigSchema)({ token: "test-token" })
-  const config = { ...defaults, ...overrides }
-  return overrides.leaseMs !== undefined && overrides.nack === undefined
-    ? { ...config, nack: { ...config.nack, windowMs: overrides.leaseMs } }
-    : config
-}

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { ConfigInvalid, configForTests, loadConfig, type PinboardConfig, takeoverOf } from "../src/Config.js"
+import { ConfigInvalid, loadConfig, type PinboardConfig, takeoverOf } from "../src/Config.js"
+import { configForTests } from "./support/TestConfig.js"
 
 const dir = mkdtempSync(join(tmpdir(), "pinboard-config-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -192,6 +193,31 @@ describe("precedence: environment > file > defaults", () => {
       expect((yield* loadConfig({ argv: [], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(1111)
       expect((yield* loadConfig({ argv: ["node", "main.js", "--config", b], env: TOKEN })).port).toBe(2222)
       expect((yield* loadConfig({ argv: [`--config=${b}`], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(2222)
+    }))
+
+  it.effect("--config: the first one counts; a flag after it, an empty value or none is no path; other arguments are ignored", () =>
+    Effect.gen(function*() {
+      const a = writeConfig({ port: 1111 })
+      const b = writeConfig({ port: 2222 })
+      const port = (argv: ReadonlyArray<string>) => loadConfig({ argv, env: TOKEN }).pipe(Effect.map((config) => config.port))
+      const message = (argv: ReadonlyArray<string>) =>
+        loadConfig({ argv, env: TOKEN }).pipe(Effect.flip, Effect.map((e) => e.message))
+      expect(yield* port(["--config", a, "--config", b])).toBe(1111)
+      expect(yield* port([`--config=${a}`, `--config=${b}`])).toBe(1111)
+      expect(yield* port(["serve", "--verbose", "--config", b, "-x", "extra"])).toBe(2222)
+      for (const argv of [["--config", "--verbose", b], ["--config", "--"], ["--config", ""], ["--config="]]) {
+        expect(yield* message(argv)).toBe("--config: expected a file path")
+      }
+      // After `=` the value is taken as written, dashes and all.
+      expect(yield* message(["--config=--verbose"])).toMatch(/^config file "--verbose" \(from --config\): cannot read it \(ENOENT/)
+    }))
+
+  it.effect("after `--` no argument is a flag: a --config there is not read", () =>
+    Effect.gen(function*() {
+      const a = writeConfig({ port: 1111 })
+      const b = writeConfig({ port: 2222 })
+      expect((yield* loadConfig({ argv: ["--", "--config", b], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(1111)
+      expect((yield* loadConfig({ argv: ["--", `--config=${b}`], env: TOKEN })).port).toBe(8080)
     }))
 })
 

@@ -75,6 +75,7 @@ export const RedisPrefix = Schema.String.pipe(
 )
 
 export const Takeover = Schema.Literal("wind_down", "deny").annotations(expected(`"wind_down" or "deny"`))
+export type Takeover = typeof Takeover.Type
 
 /** RFC 9110 token: what a header or cookie name may be made of. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -88,16 +89,12 @@ export const HeaderName = Schema.transform(
 )
 export const CookieName = Schema.String.pipe(Schema.filter(isToken, expected("a cookie name")))
 
-export type AffinityKey =
-  | { readonly _tag: "ip" }
-  | { readonly _tag: "header"; readonly name: string }
-  | { readonly _tag: "cookie"; readonly name: string }
-
 const AffinityKeyType = Schema.Union(
   Schema.TaggedStruct("ip", {}),
   Schema.TaggedStruct("header", { name: Schema.String }),
   Schema.TaggedStruct("cookie", { name: Schema.String })
 )
+export type AffinityKey = typeof AffinityKeyType.Type
 
 const parseAffinityKey = (s: string): AffinityKey | undefined => {
   if (s === "ip") return { _tag: "ip" }

@@ -1,44 +1,23 @@
 // The whole configuration as one Schema (DESIGN 2): the JSON file's shape on the
 // encoded side (environment values are merged into it first), PinboardConfig on
 // the decoded side, defaults filled in.
-import { type Redacted, Schema } from "effect"
-import { NamespaceRule, Provider, type ProviderConfig } from "./Auth.js"
+import { Option, Schema } from "effect"
+import { NamespaceRule, Provider } from "./Auth.js"
 import {
-  AffinityKeyFromString, type AffinityKey, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, type LogLevelName as LogLevel,
-  NonEmptyString, objectOf, Port, PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, Takeover, Token
+  AffinityKeyFromString, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, Port,
+  PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, Takeover, Token
 } from "./Fields.js"
-
-export interface PinboardConfig {
-  readonly port: number
-  readonly host: string
-  readonly token: Redacted.Redacted<string>
-  readonly redis: {
-    readonly url: string | undefined
-    readonly cluster: ReadonlyArray<string> | undefined
-    readonly prefix: string
-  }
-  readonly buckets: number
-  readonly leaseMs: number
-  readonly balanceFactor: number
-  readonly affinity: { readonly key: AffinityKey }
-  readonly hostnameAware: boolean
-  /** Envs not listed take over with `wind_down`; see `takeoverOf`. */
-  readonly envs: Readonly<Record<string, { readonly takeover: "wind_down" | "deny" }>>
-  readonly forwards: { readonly timeoutMs: number; readonly maxInflight: number }
-  readonly nack: { readonly threshold: number; readonly windowMs: number }
-  readonly shutdown: { readonly graceMs: number }
-  /** The Prometheus listener; off while `port` is undefined. `host` defaults to `host`. */
-  readonly metrics: { readonly port: number | undefined; readonly host: string | undefined }
-  /** Lowest level written; `access`: one line per instance request. */
-  readonly log: { readonly level: LogLevel; readonly access: boolean }
-  readonly providers: Readonly<Record<string, ProviderConfig>>
-  /** `undefined`: open, every namespace admitted without a credential. */
-  readonly namespaces: ReadonlyArray<NamespaceRule> | undefined
-}
 
 const exact = { exact: true } as const
 const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () => Schema.Schema.Type<S>) =>
   Schema.optionalWith(schema, { exact: true, default: value })
+
+/** Absent from the file, `undefined` in the config: the key is always there, to read or to override. */
+const optionalOrUndefined = <A, I>(schema: Schema.Schema<A, I>) =>
+  Schema.optionalToRequired(schema, Schema.UndefinedOr(Schema.typeSchema(schema)), {
+    decode: Option.getOrUndefined,
+    encode: Option.fromNullable
+  })
 
 /** An optional object whose own fields all have defaults. */
 const section = <A, I>(struct: Schema.Schema<A, I>) => {
@@ -51,8 +30,8 @@ const Fields = Schema.Struct({
   host: withDefault(NonEmptyString, () => "0.0.0.0"),
   token: Token,
   redis: section(Schema.Struct({
-    url: Schema.optionalWith(RedisUrl, exact),
-    cluster: Schema.optionalWith(RedisCluster, exact),
+    url: optionalOrUndefined(RedisUrl),
+    cluster: optionalOrUndefined(RedisCluster),
     prefix: withDefault(RedisPrefix, () => "pb")
   })),
   buckets: withDefault(Buckets, () => 16),
@@ -60,6 +39,7 @@ const Fields = Schema.Struct({
   balanceFactor: withDefault(BalanceFactor, () => 1.25),
   affinity: section(Schema.Struct({ key: withDefault(AffinityKeyFromString, () => ({ _tag: "ip" as const })) })),
   hostnameAware: withDefault(Flag, () => false),
+  /** Envs not listed take over with `wind_down`; see `takeoverOf`. */
   envs: withDefault(
     Schema.Record({
       key: Schema.String,
@@ -73,13 +53,15 @@ const Fields = Schema.Struct({
   })),
   nack: section(Schema.Struct({
     threshold: withDefault(PositiveInt, () => 3),
-    windowMs: Schema.optionalWith(PositiveMs, exact) // default: one lease
+    windowMs: Schema.optionalWith(PositiveMs, exact) // default: one lease, filled in by PinboardConfigSchema
   })),
   shutdown: section(Schema.Struct({ graceMs: withDefault(PositiveMs, () => 10_000) })),
+  /** The Prometheus listener; off while `port` is undefined. `host` defaults to `host`. */
   metrics: section(Schema.Struct({
-    port: Schema.optionalWith(Port, exact),
-    host: Schema.optionalWith(NonEmptyString, exact)
+    port: optionalOrUndefined(Port),
+    host: optionalOrUndefined(NonEmptyString)
   })),
+  /** Lowest level written; `access`: one line per instance request. */
   log: section(Schema.Struct({
     level: withDefault(LogLevelName, () => "info" as const),
     access: withDefault(Flag, () => false)
@@ -88,10 +70,8 @@ const Fields = Schema.Struct({
     Schema.Record({ key: Schema.String, value: Provider }).annotations(expectedShape("an object")),
     () => ({})
   ),
-  namespaces: Schema.optionalWith(
-    Schema.Array(NamespaceRule).annotations(expectedShape("a list of namespace rules")),
-    exact
-  )
+  /** `undefined`: open, every namespace admitted without a credential. */
+  namespaces: optionalOrUndefined(Schema.Array(NamespaceRule).annotations(expectedShape("a list of namespace rules")))
 }).annotations(expectedShape("a JSON object"))
 
 type Fields = typeof Fields.Type
@@ -130,40 +110,20 @@ const crossFieldIssues = (c: Fields): Array<Schema.FilterIssue> => {
 
 const Checked = Fields.pipe(Schema.filter(crossFieldIssues))
 
-const Resolved = Schema.declare((u: unknown): u is PinboardConfig => typeof u === "object" && u !== null, {
-  identifier: "PinboardConfig"
+// The decoded side: the fields' own types, with `nack.windowMs` always set.
+const Resolved = Schema.typeSchema(Schema.Struct({
+  ...Fields.fields,
+  nack: Schema.Struct({ threshold: PositiveInt, windowMs: PositiveMs })
+}))
+
+export const PinboardConfigSchema = Schema.transform(Checked, Resolved, {
+  strict: true,
+  // One default is another field's value, so it is filled in once every field has its own.
+  decode: (c) => ({ ...c, nack: { threshold: c.nack.threshold, windowMs: c.nack.windowMs ?? c.leaseMs } }),
+  encode: (c) => c
 })
 
-export const PinboardConfigSchema: Schema.Schema<PinboardConfig, typeof Fields.Encoded> = Schema.transform(
-  Checked,
-  Resolved,
-  {
-    strict: false,
-    decode: (c: Fields): PinboardConfig => ({
-      ...c,
-      redis: { url: c.redis.url, cluster: c.redis.cluster, prefix: c.redis.prefix },
-      metrics: { port: c.metrics.port, host: c.metrics.host },
-      nack: { threshold: c.nack.threshold, windowMs: c.nack.windowMs ?? c.leaseMs },
-      namespaces: c.namespaces
-    }),
-    encode: (c: PinboardConfig): Fields => {
-      const { namespaces, redis, metrics, ...rest } = c
-      return {
-        ...rest,
-        metrics: {
-          ...(metrics.port === undefined ? {} : { port: metrics.port }),
-          ...(metrics.host === undefined ? {} : { host: metrics.host })
-        },
-        redis: {
-          prefix: redis.prefix,
-          ...(redis.url === undefined ? {} : { url: redis.url }),
-          ...(redis.cluster === undefined ? {} : { cluster: redis.cluster })
-        },
-        ...(namespaces === undefined ? {} : { namespaces })
-      }
-    }
-  }
-)
+export type PinboardConfig = typeof PinboardConfigSchema.Type
 
 /** The shape of the JSON config file. */
 export type PinboardConfigFile = typeof PinboardConfigSchema.Encoded

@@ -1,6 +1,7 @@
 // Where configuration comes from (DESIGN 2): environment > JSON file > defaults.
 // Environment values are strings; they are turned into the file's JSON types and
 // laid over the file's object, so one Schema validates both.
+import { parseArgs } from "node:util"
 
 export type Path = ReadonlyArray<string>
 
@@ -45,20 +46,20 @@ export type ConfigFileArgument =
   | { readonly _tag: "File"; readonly path: string; readonly from: "--config" | "PINBOARD_CONFIG" }
   | { readonly _tag: "Missing" }
 
-/** `--config FILE` or `--config=FILE` in argv, else `PINBOARD_CONFIG`. The command line wins. */
+const CONFIG_OPTION = { config: { type: "string" } } as const
+
+/**
+ * `--config FILE` or `--config=FILE` in argv (the first one counts; none after `--`), else
+ * `PINBOARD_CONFIG`. The command line wins. Other arguments are ignored.
+ */
 export const configFileArgument = (argv: ReadonlyArray<string>, env: Env): ConfigFileArgument => {
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]
-    if (arg === "--config") {
-      const next = argv[i + 1]
-      return next === undefined || next === "" || next.startsWith("--")
-        ? { _tag: "Missing" }
-        : { _tag: "File", path: next, from: "--config" }
-    }
-    if (arg?.startsWith("--config=")) {
-      const path = arg.slice("--config=".length)
-      return path === "" ? { _tag: "Missing" } : { _tag: "File", path, from: "--config" }
-    }
+  const { tokens } = parseArgs({ args: [...argv], options: CONFIG_OPTION, strict: false, allowPositionals: true, tokens: true })
+  const option = tokens.find((token) => token.kind === "option" && token.name === "config")
+  if (option?.kind === "option") {
+    const path = option.value
+    // parseArgs takes whatever follows `--config` as its value; another flag there means no path was given.
+    const missing = path === undefined || path === "" || (!option.inlineValue && path.startsWith("--"))
+    return missing ? { _tag: "Missing" } : { _tag: "File", path, from: "--config" }
   }
   const fromEnv = env["PINBOARD_CONFIG"]
   return fromEnv === undefined || fromEnv === "" ? { _tag: "None" } : { _tag: "File", path: fromEnv, from: "PINBOARD_CONFIG" }

@@ -1,5 +1,6 @@
 // The registry's data (DESIGN 3 and 4): what a bucket holds and what its operations answer.
 // Outside hostname-aware mode `env` and `hostname` are "".
+import type { Takeover } from "../Config.js"
 
 export interface RegistryPolicy {
   readonly leaseMs: number
@@ -71,7 +72,7 @@ export interface ResolveQuery extends PlacementKey {
   /** The request's hostname in hostname-aware mode; "" outside it. */
   readonly hostname: string
   /** The env's takeover (DESIGN 8), for a placement held through another hostname; default wind_down. */
-  readonly takeover?: "wind_down" | "deny"
+  readonly takeover?: Takeover
   readonly caller: string | undefined
   readonly affinity: string
   readonly excluded: ReadonlyArray<string>

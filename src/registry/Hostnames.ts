@@ -3,6 +3,7 @@
 // or is refused, what a resolve does with a placement held through another hostname, the
 // displacement wait, and the candidates of a request's hostname. The bucket model and the
 // Lua scripts both follow these; nothing here reads a clock or a store.
+import type { Takeover } from "../Config.js"
 import type { NamespaceRegistration } from "./Domain.js"
 
 export interface Binding {
@@ -61,8 +62,6 @@ export type HeldDecision =
   | { readonly _tag: "Deny" }
   /** Wind-down: the placement's deadline (set now if it had none); answer 503 until then. */
   | { readonly _tag: "WindingDown"; readonly deadline: number }
-
-export type Takeover = "wind_down" | "deny"
 
 /**
  * A live placement reached through a hostname its owner is registered for is forwarded (during a

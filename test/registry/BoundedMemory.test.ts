@@ -2,12 +2,12 @@
 // periodic sweep leaves only each bucket's fixed keys within two leases.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
-import { configForTests } from "../../src/Config.js"
 import { backendOf } from "../../src/App.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { Metrics } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
 import { countKeys, useRedis } from "../support/RedisBackend.js"
+import { configForTests } from "../support/TestConfig.js"
 
 const LEASE = 15_000
 const BUCKETS = 16

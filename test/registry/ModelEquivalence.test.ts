@@ -3,6 +3,7 @@
 // answer must be equal, and the invariants of routing.md and DESIGN 3 to 5 must hold throughout.
 import { Effect, FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
+import type { Takeover } from "../../src/Config.js"
 import type { RegistryBackend } from "../../src/registry/Backend.js"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import { memberKey, rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
@@ -26,7 +27,7 @@ type Cmd =
   | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean; readonly hosts?: ReadonlyArray<readonly [string, string]>; readonly epoch?: string }
   | { readonly op: "heartbeat"; readonly worker: string; readonly stale: boolean; readonly headroom: number; readonly draining: boolean; readonly degraded: boolean }
   | { readonly op: "deregister"; readonly worker: string; readonly stale: boolean }
-  | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number; readonly hostname?: string; readonly env?: string; readonly takeover?: "wind_down" | "deny" }
+  | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number; readonly hostname?: string; readonly env?: string; readonly takeover?: Takeover }
   | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly env?: string }
   | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string; readonly env?: string }
   | { readonly op: "nack"; readonly worker: string }

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net"
 import { Effect, Layer, Runtime, TestClock } from "effect"
 import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
-import { configForTests, type PinboardConfig } from "../../src/Config.js"
+import type { PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
 import { backendOf } from "../../src/App.js"
 import { Metrics } from "../../src/observe/Metrics.js"
@@ -16,6 +16,7 @@ import { Deadlines } from "../../src/proxy/Deadlines.js"
 import { Upstream } from "../../src/proxy/Upstream.js"
 import * as Registry from "../../src/registry/Registry.js"
 import type { FakeUpstream } from "./FakeUpstream.js"
+import { configForTests } from "./TestConfig.js"
 
 export interface Client {
   readonly response: Promise<Response>

@@ -2,8 +2,9 @@
 // (embedded unless `redis.url` is set), on a free loopback port, stopped by interrupting it.
 import { Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
 import { appLayer } from "../../src/App.js"
-import { configForTests, type PinboardConfig } from "../../src/Config.js"
+import type { PinboardConfig } from "../../src/Config.js"
 import { freePort } from "./RedisServer.js"
+import { configForTests } from "./TestConfig.js"
 
 export interface TestPinboard {
   readonly url: string
