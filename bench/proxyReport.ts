@@ -1,5 +1,5 @@
 // The report of bench/proxy.ts: one table per scenario, the ratios between targets, and the
-// verdicts against the targets.
+// verdicts against the targets of docs/proxy.md "What a request costs".
 import type { LoadResult } from "./load.js"
 import { TARGET_LABELS, type TargetName } from "./proxyTargets.js"
 

@@ -1,5 +1,5 @@
-// `npm run chaos`: Pinboard's promise under the faults real fleets meet (issue "Reliability
-// under faults"). A real registry redis-server, two Pinboards and four counter workers on the
+// `npm run chaos`: Pinboard's promise under the faults real fleets meet (docs/reliability.md
+// "Chaos"). A real registry redis-server, two Pinboards and four counter workers on the
 // worker library (every increment an epoch-fenced write to a storage redis-server), clients
 // incrementing random ids and reading them back through both Pinboards, and faults on a
 // seeded random schedule.

@@ -1,5 +1,5 @@
 // `npm run fuzz`: bounded fuzzing of Pinboard, the built binary on a real redis-server, with
-// two fixture workers behind it (issue "Reliability under faults", item 3).
+// two fixture workers behind it (docs/reliability.md "Fuzzing").
 //
 //   npm run fuzz                                  100,000 inputs, seed 1, 32 in flight
 //   npm run fuzz -- --inputs 20000 --seed 7       fewer inputs, another seed

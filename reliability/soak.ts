@@ -1,5 +1,5 @@
 // Soak: steady load through Pinboard on Redis while workers come and go, with Pinboard's RSS
-// and Redis's memory sampled; both must level off (issue "Reliability under faults", item 4).
+// and Redis's memory sampled; both must level off (docs/reliability.md "Soak").
 //
 //   npm run soak                    2 minutes of load (after setup)
 //   npm run soak -- --minutes 30    the real soak

@@ -1,4 +1,4 @@
-// The chaos run's audit (issue "Reliability under faults"), pure: from the workers' append-only
+// The chaos run's audit (docs/reliability.md "Chaos"), pure: from the workers' append-only
 // logs, what every client was told and the counters' final stored values, it counts
 // - double activations: two activations of an id whose accepted writes overlap: an epoch whose
 //   writes came from two workers, or an older epoch that wrote a value at or above a newer

@@ -7,9 +7,13 @@ import type { LogLevelName } from "../config/Fields.js"
 
 export type Fields = Readonly<Record<string, unknown>>
 
-/** One log line: the fields after time, level and message; undefined fields are left out. */
-export const writeLogLine = (level: LogLevelName, message: string, fields: Fields = {}): void => {
-  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`)
+/**
+ * One log line: the fields after time, level and message; undefined fields are left out.
+ * `time` defaults to the moment of writing, which the access log uses; Effect logs pass the
+ * date their logger is given, the fiber's Clock.
+ */
+export const writeLogLine = (level: LogLevelName, message: string, fields: Fields = {}, time: Date = new Date()): void => {
+  process.stdout.write(`${JSON.stringify({ time: time.toISOString(), level, message, ...fields })}\n`)
 }
 
 const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
@@ -33,10 +37,10 @@ const textOf = (message: unknown): string => {
   return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 }
 
-const jsonLines = Logger.make(({ logLevel, message, annotations, cause }) => {
+const jsonLines = Logger.make(({ logLevel, message, annotations, cause, date }) => {
   const fields: Record<string, unknown> = Object.fromEntries(HashMap.toEntries(annotations))
   if (!Cause.isEmpty(cause)) fields["cause"] = Cause.pretty(cause, { renderErrorCause: true })
-  writeLogLine(nameOf(logLevel), textOf(message), fields)
+  writeLogLine(nameOf(logLevel), textOf(message), fields, date)
 })
 
 /** Every Effect log as a JSON line, from `level` up. */

@@ -3,7 +3,8 @@
 // Registry.ts puts Clock, Random, bucket hashing and the API's answers around it.
 //
 // A fan-out reports bucket by bucket: on a Redis Cluster one shard can be down while the
-// others answer, and the buckets that answered must still count (issue 7).
+// others answer, and the buckets that answered must still count (docs/registry-api.md "Partial
+// answers on a Redis Cluster").
 import { Context, type Effect } from "effect"
 import type {
   BucketHeartbeat,

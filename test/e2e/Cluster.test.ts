@@ -1,6 +1,6 @@
-// Pinboard on a Redis Cluster end to end (issue 7; DESIGN 1, 3 and 4; routing.md "Placement
-// epoch"): the built Pinboard with PINBOARD_REDIS_CLUSTER, real fixture workers, and local
-// clusters whose nodes the tests kill, stop and restart by pid.
+// Pinboard on a Redis Cluster end to end (docs/deploy.md "Redis Cluster"; DESIGN 1, 3 and 4;
+// routing.md "Placement epoch"): the built Pinboard with PINBOARD_REDIS_CLUSTER, real fixture
+// workers, and local clusters whose nodes the tests kill, stop and restart by pid.
 //
 // - One shard dies for good (no replica): only its buckets answer `503 registry unavailable`,
 //   fast; the others keep serving. It comes back empty: cold start for one lease, new epochs.

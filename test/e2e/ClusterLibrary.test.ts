@@ -1,4 +1,4 @@
-// Workers on the library when a Redis Cluster shard dies (issue 7; registry-api.md "Partial
+// Workers on the library when a Redis Cluster shard dies (docs/registry-api.md "Partial
 // answers on a Redis Cluster"; docs/worker.md "Per bucket"): Pinboard's heartbeats renew the
 // live shards' buckets and name the dead one's in `unrenewed`; the library drops only the
 // activations of those buckets when their lease runs out and keeps serving the rest, for

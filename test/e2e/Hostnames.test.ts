@@ -1,5 +1,5 @@
-// Hostname-aware mode end to end (issue 9; routing.md "Hostname-aware mode", DESIGN 7, 8 and
-// 11): the built Pinboard on a real redis-server with PINBOARD_HOSTNAME_AWARE=1, fixture
+// Hostname-aware mode end to end (docs/proxy.md and routing.md "Hostname-aware mode", DESIGN 7,
+// 8 and 11): the built Pinboard on a real redis-server with PINBOARD_HOSTNAME_AWARE=1, fixture
 // workers registering {namespace, hostname, env}; two hostnames on env prod (takeover
 // wind_down), two on env strict (takeover deny), and rebindings to envs dev and blue.
 import { decodeJwt } from "jose"

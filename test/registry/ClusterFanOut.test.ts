@@ -1,6 +1,7 @@
-// The all-bucket fan-out on a Redis Cluster (issue 7): one pipeline per shard, reported bucket
-// by bucket. A killed master's buckets come back unreached (and only they), quickly; once its
-// replica has taken over, the fan-out reaches every bucket again.
+// The all-bucket fan-out on a Redis Cluster (docs/registry-api.md "Partial answers on a Redis
+// Cluster"): one pipeline per shard, reported bucket by bucket. A killed master's buckets come
+// back unreached (and only they), quickly; once its replica has taken over, the fan-out reaches
+// every bucket again.
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import keySlot from "cluster-key-slot"

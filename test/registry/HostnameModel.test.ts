@@ -1,7 +1,7 @@
-// Hostname-aware mode in the registry (issue 9; DESIGN 5 and 8; routing.md "Hostname-aware
-// mode"), on both layers under TestClock: per-hostname pools, the 409, takeover (wind_down with
-// its heartbeat entry, deadline and early release; deny), rebinding with displacement, and the
-// env learnt from the binding.
+// Hostname-aware mode in the registry (docs/proxy.md and routing.md "Hostname-aware mode";
+// DESIGN 5 and 8), on both layers under TestClock: per-hostname pools, the 409, takeover
+// (wind_down with its heartbeat entry, deadline and early release; deny), rebinding with
+// displacement, and the env learnt from the binding.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, TestClock } from "effect"
 import type { NamespaceRegistration, RegistryPolicy } from "../../src/registry/Domain.js"

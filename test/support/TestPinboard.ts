@@ -8,6 +8,7 @@ import { configForTests } from "./TestConfig.js"
 
 export interface TestPinboard {
   readonly url: string
+  readonly port: number
   readonly config: PinboardConfig
   readonly stop: () => Promise<void>
 }
@@ -42,7 +43,7 @@ export const startPinboard = async (overrides: Partial<PinboardConfig> = {}): Pr
     if (exit !== null) {
       throw new Error(`pinboard stopped during start-up: ${Exit.isFailure(exit) ? String(exit.cause) : "exited"}`)
     }
-    if (await healthy(url)) return { url, config, stop }
+    if (await healthy(url)) return { url, port, config, stop }
     if (performance.now() - started > STARTUP_DEADLINE_MS) {
       await stop()
       throw new Error(`pinboard did not answer /healthz on ${url}`)

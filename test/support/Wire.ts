@@ -1,5 +1,6 @@
-// What goes over the wire in end-to-end tests: one request per connection through node:http,
-// with raw header lists, and raw sockets for what node:http would not send or would hide.
+// What goes over the wire in tests that talk to a server (the built Pinboard or one in-process):
+// one request per connection through node:http, with raw header lists, and raw sockets for what
+// node:http would not send or would hide.
 import { randomBytes } from "node:crypto"
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http"
 import net from "node:net"
@@ -20,8 +21,19 @@ export interface Answer {
 export interface RequestOptions {
   readonly method?: string
   readonly headers?: OutgoingHttpHeaders | ReadonlyArray<[string, string]>
-  readonly body?: string | Buffer
+  /** A list is written piece by piece, each once the last has drained (a chunk each when chunked). */
+  readonly body?: string | Buffer | ReadonlyArray<string | Buffer>
   readonly timeoutMs?: number
+}
+
+const isOnePiece = (body: string | Buffer | ReadonlyArray<string | Buffer>): body is string | Buffer =>
+  typeof body === "string" || Buffer.isBuffer(body)
+
+const writePieces = (req: http.ClientRequest, pieces: ReadonlyArray<string | Buffer>, from = 0): void => {
+  for (let i = from; i < pieces.length; i++) {
+    if (!req.write(pieces[i]!)) return void req.once("drain", () => writePieces(req, pieces, i + 1))
+  }
+  req.end()
 }
 
 /** One request on its own connection; `path` is sent byte for byte (nothing normalized). */
@@ -30,9 +42,11 @@ export const request = (pinboard: Pinboard | { readonly port: number }, path: st
     const pairs: Array<[string, string]> = Array.isArray(options.headers)
       ? [...(options.headers as Array<[string, string]>)]
       : Object.entries(options.headers ?? {}).map(([name, value]) => [name, String(value)])
-    // node:http sends a DELETE/OPTIONS body unframed unless it is sized.
-    if (options.body !== undefined && !pairs.some(([name]) => name.toLowerCase() === "content-length")) {
-      pairs.push(["Content-Length", String(Buffer.byteLength(options.body))])
+    // node:http sends a DELETE/OPTIONS body unframed unless it is sized (or the caller frames it).
+    const { body } = options
+    if (body !== undefined && !pairs.some(([name]) => ["content-length", "transfer-encoding"].includes(name.toLowerCase()))) {
+      const size = isOnePiece(body) ? Buffer.byteLength(body) : body.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0)
+      pairs.push(["Content-Length", String(size)])
     }
     // With a raw header list node:http adds no Host of its own, as every HTTP/1.1 client must.
     if (!pairs.some(([name]) => name.toLowerCase() === "host")) pairs.unshift(["Host", `127.0.0.1:${pinboard.port}`])
@@ -64,7 +78,8 @@ export const request = (pinboard: Pinboard | { readonly port: number }, path: st
         })
       })
     })
-    req.end(options.body)
+    if (body === undefined || isOnePiece(body)) req.end(body)
+    else writePieces(req, body)
   })
 
 /** Every value of a header in the raw list, in order (several lines of one name stay apart). */
