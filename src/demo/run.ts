@@ -7,16 +7,20 @@ import { spawn, type ChildProcess } from "node:child_process"
 import { dirname, join } from "node:path"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
+import { Duration, Effect, Schedule } from "effect"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const port = Number(process.env.PORT ?? 8080)
 const pinboardUrl = `http://127.0.0.1:${port}`
 const TOKEN = "dev"
 const WORKERS = ["worker-1", "worker-2"]
-const STOP_GRACE_MS = 5000
+/** After SIGTERM, a child has this long to exit before it is killed. */
+const STOP_GRACE = Duration.seconds(5)
+/** A poll not answered in this long counts as not ready. */
+const POLL_ANSWER_WITHIN = Duration.seconds(2)
+const POLL_AGAIN = Schedule.spaced(Duration.millis(200))
 
 const log = (line: string) => process.stdout.write(`[demo] ${line}\n`)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface Child {
   readonly name: string
@@ -40,7 +44,7 @@ const start = (name: string, script: string, args: Array<string>, env: NodeJS.Pr
   child.once("exit", (code, signal) => {
     if (stopping) return
     log(`${name} exited unexpectedly (${signal ?? `code ${code}`}); stopping`)
-    void stop(1)
+    stopNow(1)
   })
   log(`started ${name} (pid ${child.pid})`)
   const entry = { name, process: child, exited }
@@ -48,37 +52,48 @@ const start = (name: string, script: string, args: Array<string>, env: NodeJS.Pr
   return entry
 }
 
-/** Stops the workers first (so they deregister), then Pinboard; SIGKILL after a grace period. */
-const stop = async (exitCode: number) => {
-  if (stopping) return
-  stopping = true
-  const end = async (group: Array<Child>) => {
+/** SIGTERM to each child of `group`, SIGKILL to those still running after the grace period. */
+const end = (group: Array<Child>): Effect.Effect<void> => {
+  const exited = Effect.promise(() => Promise.all(group.map((c) => c.exited)))
+  return Effect.sync(() => {
     for (const child of group) if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGTERM")
-    const all = Promise.all(group.map((c) => c.exited))
-    const timedOut = await Promise.race([all.then(() => false), sleep(STOP_GRACE_MS).then(() => true)])
-    if (timedOut) for (const child of group) child.process.kill("SIGKILL")
-    await all
-  }
-  await end(children.filter((c) => c.name !== "pinboard"))
-  await end(children.filter((c) => c.name === "pinboard"))
-  log("stopped")
-  process.exit(exitCode)
+  }).pipe(
+    Effect.zipRight(exited),
+    Effect.timeout(STOP_GRACE),
+    Effect.catchTag("TimeoutException", () =>
+      Effect.zipRight(Effect.sync(() => group.forEach((child) => child.process.kill("SIGKILL"))), exited)
+    ),
+    Effect.asVoid
+  )
 }
 
-process.on("SIGINT", () => void stop(0))
-process.on("SIGTERM", () => void stop(0))
+/** Stops the workers first (so they deregister), then Pinboard, and exits. */
+const stop = (exitCode: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (stopping) return Effect.void
+    stopping = true
+    return Effect.gen(function* () {
+      yield* end(children.filter((c) => c.name !== "pinboard"))
+      yield* end(children.filter((c) => c.name === "pinboard"))
+      log("stopped")
+      process.exit(exitCode)
+    })
+  })
+
+const stopNow = (exitCode: number) => void Effect.runPromise(stop(exitCode))
+
+process.on("SIGINT", () => stopNow(0))
+process.on("SIGTERM", () => stopNow(0))
 
 /** Polls until `ready` answers true for a response from `url`. */
-const poll = async (url: string, ready: (res: Response) => boolean) => {
-  for (;;) {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2000) }).catch(() => undefined)
-    await res?.arrayBuffer()
-    if (res !== undefined && ready(res)) return
-    await sleep(200)
-  }
-}
+const poll = (url: string, ready: (res: Response) => boolean) =>
+  Effect.tryPromise(async (signal) => {
+    const res = await fetch(url, { signal })
+    await res.arrayBuffer()
+    return res
+  }).pipe(Effect.timeout(POLL_ANSWER_WITHIN), Effect.filterOrFail(ready), Effect.retry(POLL_AGAIN))
 
-const main = async () => {
+const main = Effect.gen(function* () {
   // A clean environment for Pinboard: the embedded registry, whatever this shell exports.
   const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("PINBOARD_")))
   const leaseMs = process.env.PINBOARD_LEASE_MS
@@ -88,21 +103,21 @@ const main = async () => {
     PINBOARD_PORT: String(port),
     ...(leaseMs === undefined ? {} : { PINBOARD_LEASE_MS: leaseMs })
   })
-  await poll(`${pinboardUrl}/healthz`, (res) => res.status === 200)
+  yield* poll(`${pinboardUrl}/healthz`, (res) => res.status === 200)
 
-  await Promise.all(
-    WORKERS.map(
-      (worker) =>
-        new Promise<void>((registered) => {
-          const args = ["--pinboard", pinboardUrl, "--token", TOKEN, "--worker", worker, "--port", "0"]
-          start(worker, "worker.js", args, env, (line) => line.startsWith("registered") && registered())
-        })
-    )
+  yield* Effect.forEach(
+    WORKERS,
+    (worker) =>
+      Effect.async<void>((registered) => {
+        const args = ["--pinboard", pinboardUrl, "--token", TOKEN, "--worker", worker, "--port", "0"]
+        start(worker, "worker.js", args, env, (line) => line.startsWith("registered") && registered(Effect.void))
+      }),
+    { concurrency: "unbounded", discard: true }
   )
 
   // Every bucket refuses new placements for one lease after the registry's first use.
   log(`waiting for the registry cold start (one lease, ${Number(leaseMs ?? 15000) / 1000} s) to pass...`)
-  await poll(`${pinboardUrl}/threads/demo/messages`, (res) => res.status !== 503)
+  yield* poll(`${pinboardUrl}/threads/demo/messages`, (res) => res.status !== 503)
 
   const base = `localhost:${port}/threads`
   log("ready. Try:")
@@ -113,9 +128,9 @@ const main = async () => {
   log("and in another terminal, to watch t1's new messages over a WebSocket:")
   process.stdout.write(`  node dist/demo/watch.js ws://${base}/t1/stream\n`)
   log("each thread stays on one worker (see \"worker\" and \"epoch\"). Ctrl-C to stop.")
-}
+})
 
-main().catch((error) => {
+Effect.runPromise(main).catch((error: unknown) => {
   log(`failed: ${error instanceof Error ? error.message : String(error)}`)
-  void stop(1)
+  stopNow(1)
 })

@@ -91,6 +91,7 @@ export const openTunnel = (exchange: UpgradeExchange, client: Duplex, head: Buff
     if (head.length > 0) worker.write(head)
     for (const socket of [client, worker]) {
       const tcp = socket as Duplex & { setKeepAlive?: (enable: boolean, delayMs: number) => void; setNoDelay?: () => void }
+      // The kernel's TCP keep-alive, not Clock: the OS probes an idle peer, and no fiber waits on it.
       tcp.setKeepAlive?.(true, TUNNEL_KEEPALIVE_MS)
       tcp.setNoDelay?.()
     }

@@ -2,7 +2,8 @@
 // Pinboard sends for it, replaced when a request arrives with a newer epoch, evicted (and its
 // placement released at its epoch) after an idle spell, wound down when Pinboard asks, and
 // dropped all at once when the lease can no longer be trusted. Requests, open WebSockets and
-// background tasks all count as use: an activation with any of them is never idle.
+// background tasks all count as use: an activation with any of them is never idle. Plain
+// Promises: the worker's Effect side (Worker.ts, WindDown.ts) keeps the time.
 import type { WebSocket } from "ws"
 import type { Caller } from "./Call.js"
 import type { ActivationContext, CallInstance, DeactivateReason, InstanceDefinition } from "./Definition.js"
@@ -14,17 +15,12 @@ export interface ActivationsOptions {
   readonly worker: string
   /** The worker's clock (Clock's time, so TestClock drives eviction). */
   readonly now: () => number
-  /** Resolves once `work` has settled, or `budgetMs` have passed on the same Clock, whichever is first. */
-  readonly within: (work: Promise<unknown>, budgetMs: number) => Promise<void>
   /** Releases a placement at its epoch (registry `POST /registry/release`). */
   readonly release: (placement: PlacementRef, epoch: string) => Promise<unknown>
   /** `call` on behalf of an instance. */
   readonly callAs: (caller: Caller) => CallInstance
   readonly log: (message: string, error?: unknown) => void
 }
-
-/** Time a wind-down hook may take, kept short of Pinboard's deadline. */
-export const WIND_DOWN_MARGIN_MS = 1_000
 
 /**
  * How long a released epoch is remembered: past it, no attestation for that epoch is still
@@ -51,6 +47,12 @@ export type Refusal = "lease-unhealthy" | "released"
 export interface Target extends PlacementRef {
   readonly epoch: string
   readonly hostname: string | undefined
+}
+
+/** An activation Pinboard wants back, and by when (Pinboard's clock, ms since the epoch). */
+export interface WindingDown {
+  readonly activation: Activation
+  readonly deadline: number
 }
 
 export class Activation {
@@ -155,15 +157,24 @@ export class Activations {
     return inTurns(idle, RELEASES_AT_ONCE, (a) => this.teardown(a, "idle", true))
   }
 
-  /** Placements Pinboard listed for wind-down: the hook runs, then the placement is released. */
-  windDown(entries: ReadonlyArray<WindDownEntry>): void {
+  /**
+   * The activations of the placements Pinboard listed for wind-down: those live here at the
+   * listed epoch and not already ending, now marked as winding down.
+   */
+  startWindDown(entries: ReadonlyArray<WindDownEntry>): Array<WindingDown> {
+    const started: Array<WindingDown> = []
     for (const entry of entries) {
       const activation = this.live.get(keyOf(entry))
       if (activation === undefined || activation.epoch !== entry.epoch || activation.windingDown || activation.closing) continue
       activation.windingDown = true
-      const budgetMs = Math.max(0, entry.deadline - this.options.now() - WIND_DOWN_MARGIN_MS)
-      void this.windDownOne(activation, new Date(entry.deadline), budgetMs)
+      started.push({ activation, deadline: entry.deadline })
     }
+    return started
+  }
+
+  /** Deactivates a wound-down activation (its hook done or out of time) and releases its placement. */
+  endWindDown(activation: Activation): Promise<void> {
+    return this.teardown(activation, "wind-down", true)
   }
 
   /** Tears every activation down (lease lost or unhealthy, shutdown); nothing is released. */
@@ -175,22 +186,6 @@ export class Activations {
   dropWhere(which: (placement: PlacementRef) => boolean, reason: DeactivateReason): Promise<unknown> {
     const chosen = [...this.live.values()].filter((a) => which(a.context))
     return Promise.all(chosen.map((a) => this.teardown(a, reason, false)))
-  }
-
-  private async windDownOne(activation: Activation, deadline: Date, budgetMs: number): Promise<void> {
-    const hook = activation.definition.windDown
-    if (hook !== undefined) {
-      try {
-        const state = await activation.ready
-        const done = Promise.resolve(hook(state, deadline, activation.context))
-        // A hook that fails after its budget is still reported.
-        done.catch((error: unknown) => this.options.log(`wind-down hook of ${activation.key} failed`, error))
-        await this.options.within(done, budgetMs)
-      } catch (error) {
-        this.options.log(`wind-down hook of ${activation.key} failed`, error)
-      }
-    }
-    await this.teardown(activation, "wind-down", true)
   }
 
   private create(key: string, target: Target): Activation {

@@ -11,7 +11,7 @@
 // the activations whose bucket went unconfirmed are dropped; the rest keep serving.
 import { Clock, Data, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
 import { bucketOf } from "../contract/Bucket.js"
-import type { PlacementRef, RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
+import { RegistryCallFailed, type PlacementRef, type RegistryClient, type WindDownEntry, type WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"
 
@@ -55,6 +55,9 @@ export const REGISTRY_RETRY = Schedule.exponential(Duration.millis(100), 2).pipe
  */
 export const heartbeatEvery = (heartbeatMs: number) => Schedule.fixed(Duration.millis(heartbeatMs))
 
+/** With no lease held (registering, or registering again), the watch looks again this often. */
+const UNLEASED_WATCH_INTERVAL = Duration.millis(100)
+
 /** A heartbeat answered 410 lease lost. */
 class LeaseLost extends Data.TaggedError("LeaseLost")<{}> {}
 
@@ -73,6 +76,14 @@ const confirm = (held: Held, until: number, unrenewed: ReadonlyArray<number>): v
     if (!unrenewed.includes(b)) held.confirmedUntil[b] = Math.max(held.confirmedUntil[b]!, until)
   }
 }
+
+/** One registry call; whatever a client (the author's own, maybe) throws becomes a RegistryCallFailed. */
+const registryCall = <A>(what: string, call: () => Promise<A>): Effect.Effect<A, RegistryCallFailed> =>
+  Effect.tryPromise({
+    try: call,
+    catch: (error) =>
+      error instanceof RegistryCallFailed ? error : new RegistryCallFailed({ message: `${what}: ${error instanceof Error ? error.message : String(error)}` })
+  })
 
 const bucketIn = (held: Held, { env, namespace, id }: PlacementRef): number =>
   held.confirmedUntil.length === 1 ? 0 : bucketOf(env, namespace, id, held.confirmedUntil.length)
@@ -104,13 +115,10 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         return hooks.drop("lease-unhealthy", (placement) => buckets.has(bucketIn(lease, placement)))
       })
 
+    // Retried as a whole: the lease counts from the call that got through, not from the first try.
     const register: Effect.Effect<Held> = Effect.gen(function* () {
       const sentAt = yield* Clock.currentTimeMillis
-      const registration = yield* Effect.tryPromise(() => client.register(hooks.status())).pipe(
-        Effect.tapError((error) => Effect.logWarning(`pinboard worker: register failed (${String(error.error)}); retrying`)),
-        Effect.retry(REGISTRY_RETRY),
-        Effect.orDie
-      )
+      const registration = yield* registryCall("register", () => client.register(hooks.status()))
       const lease: Held = {
         incarnation: registration.incarnation,
         leaseMs: registration.leaseMs,
@@ -120,20 +128,24 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       }
       confirm(lease, sentAt + registration.leaseMs, registration.unrenewed)
       return lease
-    })
+    }).pipe(
+      Effect.tapError((error) => Effect.logWarning(`pinboard worker: register failed (${error.message}); retrying`)),
+      Effect.retry(REGISTRY_RETRY),
+      Effect.orDie
+    )
 
     /** One heartbeat; fails with LeaseLost when the lease is lost. Failures are retried until the lease is unhealthy. */
     const beat = (lease: Held): Effect.Effect<void, LeaseLost> =>
       Effect.gen(function* () {
         const sentAt = yield* Clock.currentTimeMillis
-        const answer = yield* Effect.tryPromise(() => client.heartbeat(lease.incarnation, hooks.status()))
+        const answer = yield* registryCall("heartbeat", () => client.heartbeat(lease.incarnation, hooks.status()))
         if (answer._tag === "LeaseLost") return false
         confirm(lease, sentAt + lease.leaseMs, answer.unrenewed)
         for (const b of dropped) if (!answer.unrenewed.includes(b)) dropped.delete(b)
         if (answer.windDown.length > 0) yield* hooks.windDown(answer.windDown)
         return true
       }).pipe(
-        Effect.tapError((error) => Effect.logWarning(`pinboard worker: heartbeat failed (${String(error.error)}); retrying`)),
+        Effect.tapError((error) => Effect.logWarning(`pinboard worker: heartbeat failed (${error.message}); retrying`)),
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie,
         // Raised after the retry, which must retry failed calls only, never a 410.
@@ -163,8 +175,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         const lease = held
         if (lease !== undefined) yield* dropUnhealthy(lease, now)
         const ends = lease === undefined ? [] : lease.confirmedUntil.map((until) => until - lease.marginMs).filter((end) => end > now)
-        const wakeAt = ends.length > 0 ? Math.min(...ends) : now + 100
-        yield* Effect.sleep(Duration.millis(Math.max(1, wakeAt - now)))
+        yield* Effect.sleep(ends.length > 0 ? Duration.millis(Math.max(1, Math.min(...ends) - now)) : UNLEASED_WATCH_INTERVAL)
       })
     )
 
@@ -178,7 +189,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         yield* Fiber.interruptAll(fibers)
         const lease = held
         held = undefined
-        if (lease !== undefined) yield* Effect.ignore(Effect.tryPromise(() => client.deregister(lease.incarnation)))
+        if (lease !== undefined) yield* Effect.ignore(registryCall("deregister", () => client.deregister(lease.incarnation)))
       })
     }
   })

@@ -1,7 +1,8 @@
 // The registry API as a worker calls it (DESIGN 4, docs/registry-api.md): register,
-// heartbeat, release, deregister. Promise-based; the lease keeper adds the schedules.
-// Answers are decoded with Schema: one that does not fit fails the call, which is retried.
-import { Either, ParseResult, Schema } from "effect"
+// heartbeat, release, deregister. Promise-based, since a worker's author may give their own;
+// the lease keeper adds the schedules. Answers are decoded with Schema: one that does not fit
+// fails the call, which is retried.
+import { Data, Either, ParseResult, Schema } from "effect"
 
 export interface Registration {
   readonly incarnation: string
@@ -46,9 +47,8 @@ export interface RegistryClient {
   readonly deregister: (incarnation: string) => Promise<void>
 }
 
-export class RegistryCallFailed extends Error {
-  override readonly name = "RegistryCallFailed"
-}
+/** A registry call that got no answer, or one that is not what docs/registry-api.md gives. */
+export class RegistryCallFailed extends Data.TaggedError("RegistryCallFailed")<{ readonly message: string }> {}
 
 // The answers as docs/registry-api.md gives them; fields Pinboard may add later are ignored.
 const RegisterAnswer = Schema.Struct({
@@ -76,10 +76,10 @@ const HeartbeatRenewed = Schema.Struct({
 /** The answer's body as `schema` has it, or a RegistryCallFailed that says what did not fit. */
 const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, what: string, json: unknown): A =>
   Either.getOrElse(Schema.decodeUnknownEither(schema)(json), (error) => {
-    throw new RegistryCallFailed(`${what}: unexpected answer: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
+    throw new RegistryCallFailed({ message: `${what}: unexpected answer: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
   })
 
-/** Each call gives up after this long; the lease keeper retries. */
+/** Each call gives up after this long; the lease keeper retries it, on the Clock. */
 const CALL_TIMEOUT_MS = 2_000
 
 export interface HttpRegistryOptions {
@@ -114,20 +114,21 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
         method,
         headers: { authorization: `Bearer ${options.token}`, "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // Real time, not Clock: it bounds fetch's wait on a socket, which only a real Pinboard answers.
         signal: AbortSignal.timeout(CALL_TIMEOUT_MS)
       })
     } catch (error) {
-      throw new RegistryCallFailed(`${method} ${path}: ${error instanceof Error ? error.message : String(error)}`)
+      throw new RegistryCallFailed({ message: `${method} ${path}: ${error instanceof Error ? error.message : String(error)}` })
     }
     const text = await response.text()
     try {
       return { status: response.status, json: text === "" ? undefined : (JSON.parse(text) as unknown) }
     } catch {
-      throw new RegistryCallFailed(`${method} ${path}: ${response.status} with a body that is not JSON`)
+      throw new RegistryCallFailed({ message: `${method} ${path}: ${response.status} with a body that is not JSON` })
     }
   }
   const unexpected = (what: string, answer: { status: number; json: unknown }) =>
-    new RegistryCallFailed(`${what}: ${answer.status} ${JSON.stringify(answer.json)}`)
+    new RegistryCallFailed({ message: `${what}: ${answer.status} ${JSON.stringify(answer.json)}` })
   const workerPath = `/registry/workers/${encodeURIComponent(options.worker)}`
 
   return {

@@ -1,10 +1,11 @@
-// A Pinboard worker (DESIGN 10): a node:http server hosting instance definitions, a lease kept
-// with Pinboard, idle eviction, wind-down, and a graceful stop. `startWorker` is the Promise
-// API; `makeWorker` is the same as an Effect, so tests can run it on TestClock.
+// A Pinboard worker (DESIGN 10) as an Effect: a node:http server hosting instance definitions,
+// a lease kept with Pinboard, idle eviction, wind-down, and a graceful stop when its scope
+// closes. Its waits are all on the Clock, so tests run it on TestClock. It runs no Effect
+// itself: `startWorker` (StartWorker.ts) is the Promise shell that does.
 import http, { type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
+import { Duration, Effect, Schedule, type Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { attestationKey } from "../contract/AttestationKey.js"
 import { Activations } from "./Activations.js"
@@ -13,6 +14,7 @@ import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
 import { keepLease } from "./Lease.js"
 import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
+import { windDown } from "./WindDown.js"
 
 export interface WorkerOptions {
   /** Pinboard's base URL, e.g. `http://pinboard:8080`. */
@@ -64,24 +66,24 @@ export interface RunningWorker {
   readonly activations: Activations
   /** True while the lease is healthy: new activations are taken. */
   readonly healthy: () => boolean
-  /** Resolves once the worker has registered with Pinboard (it keeps retrying until then). */
-  readonly registered: () => Promise<void>
-}
-
-export interface PinboardWorker extends RunningWorker {
-  /** Drains, waits for requests in progress, deactivates everything, deregisters, closes. */
-  readonly stop: () => Promise<void>
+  /** Completes once the worker has registered with Pinboard (it keeps retrying until then). */
+  readonly registered: Effect.Effect<void>
 }
 
 /** Mean event-loop delay at which the default headroom reaches zero. */
 const SATURATED_DELAY_MS = 100
+/** How often the event-loop delay is sampled: real time, not Clock, for it is the real loop's delay. */
+const EVENT_LOOP_SAMPLE_MS = 20
 const IDLE_SWEEP = Schedule.spaced(Duration.seconds(1))
+/** How long a stop waits for requests in progress, unless `shutdownGraceMs` says otherwise. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
 
 const defaultLog = (message: string, error?: unknown) =>
   console.error(`pinboard worker: ${message}${error === undefined ? "" : `: ${error instanceof Error ? error.message : String(error)}`}`)
 
 export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, Scope.Scope> =>
   Effect.gen(function* () {
+    const scope = yield* Effect.scope
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
     const log = options.log ?? defaultLog
@@ -115,18 +117,9 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     yield* Effect.addFinalizer(() => Effect.promise(() => calls.close()))
     const { callAs } = calls
 
-    // The wind-down budget runs on the Clock, so that TestClock drives it too.
-    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
-    const activations = new Activations(definitions, {
-      worker: options.worker,
-      now,
-      within: (work, budgetMs) => runPromise(Effect.ignore(Effect.timeout(Effect.tryPromise(() => work), Duration.millis(budgetMs)))),
-      release: registry.release,
-      callAs,
-      log
-    })
+    const activations = new Activations(definitions, { worker: options.worker, now, release: registry.release, callAs, log })
 
-    const delay = monitorEventLoopDelay({ resolution: 20 })
+    const delay = monitorEventLoopDelay({ resolution: EVENT_LOOP_SAMPLE_MS })
     delay.enable()
     yield* Effect.addFinalizer(() => Effect.sync(() => delay.disable()))
     const maxActivations = options.maxActivations ?? 1000
@@ -143,7 +136,8 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
       registry,
       {
         drop: (reason, which) => Effect.promise(() => (which === undefined ? activations.dropAll(reason) : activations.dropWhere(which, reason))),
-        windDown: (entries) => Effect.sync(() => activations.windDown(entries)),
+        // Beside the heartbeats, not in their way; a stop ends the wind-downs still running.
+        windDown: (entries) => Effect.asVoid(Effect.forkIn(windDown(activations, entries, log), scope)),
         status
       },
       options.leaseSafetyMarginMs === undefined ? {} : { safetyMarginMs: options.leaseSafetyMarginMs }
@@ -163,7 +157,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     })
     server.on("upgrade", (req, socket, head) => void handleUpgrade(deps, req, socket, head))
 
-    const graceMs = options.shutdownGraceMs ?? 10_000
+    const grace = Duration.millis(options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
     const stopping = Effect.gen(function* () {
       draining = true
       // Tell Pinboard at once, so no new placement lands here during the grace period.
@@ -175,7 +169,8 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
         if (inFlight === 0) return resume(Effect.void)
         drained = () => resume(Effect.void)
       })
-      yield* Effect.timeout(allOver, graceMs).pipe(Effect.ignore)
+      // Finalizers run uninterruptibly: the wait must be interruptible for the grace to end it.
+      yield* Effect.timeout(Effect.interruptible(allOver), grace).pipe(Effect.ignore)
       yield* Effect.promise(() => activations.dropAll("shutdown"))
       yield* lease.deregister
     })
@@ -188,21 +183,6 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
       server,
       activations,
       healthy: lease.healthy,
-      registered: () => Effect.runPromise(lease.registered)
+      registered: lease.registered
     }
   })
-
-/** Starts a worker: listens, registers with Pinboard, and serves until `stop()` or SIGTERM/SIGINT. */
-export const startWorker = async (options: WorkerOptions): Promise<PinboardWorker> => {
-  const scope = Effect.runSync(Scope.make())
-  const worker = await Effect.runPromise(Scope.extend(makeWorker(options), scope)).catch(async (error: unknown) => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    throw error
-  })
-  let stopped: Promise<void> | undefined
-  const stop = () => (stopped ??= Effect.runPromise(Scope.close(scope, Exit.void)))
-  for (const signal of options.stopOnSignals ?? ["SIGTERM", "SIGINT"]) {
-    process.once(signal, () => void stop().then(() => process.exit(0)))
-  }
-  return { ...worker, stop }
-}

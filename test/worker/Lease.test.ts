@@ -19,6 +19,7 @@ const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zip
 const fakeRegistry = () => {
   const log: Array<string> = []
   const state = {
+    register: "ok" as "ok" | "fail",
     heartbeat: "ok" as "ok" | "fail" | "lost",
     windDown: [] as ReadonlyArray<WindDownEntry>,
     registrations: 0,
@@ -27,6 +28,7 @@ const fakeRegistry = () => {
   }
   const client: RegistryClient = {
     register: async () => {
+      if (state.register === "fail") throw new Error("connection refused")
       state.registrations++
       log.push("register")
       return {
@@ -90,6 +92,22 @@ describe("the worker's lease", () => {
       yield* advance(10 * HEARTBEAT_MS)
       expect(lease.healthy()).toBe(true)
       expect(drops).toEqual([])
+    })
+  )
+
+  it.scoped("a registration retried for longer than a lease counts the lease from the call that got through", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.register = "fail"
+      const { lease } = yield* start(registry.client)
+      yield* settle
+      // The retries, one per advance, until past a whole lease.
+      for (const waitMs of [100, 200, 400, 800, 1600, 2000]) yield* advance(waitMs)
+      registry.state.register = "ok"
+      yield* advance(2000)
+      yield* lease.registered
+      expect(registry.log).toEqual(["register"])
+      expect(lease.healthy()).toBe(true)
     })
   )
 

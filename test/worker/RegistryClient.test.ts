@@ -64,4 +64,14 @@ describe("the worker's registry client", () => {
     expect(failed).toBeInstanceOf(RegistryCallFailed)
     expect((failed as Error).message).toMatch(/502 with a body that is not JSON/)
   })
+
+  it("a RegistryCallFailed is a tagged error and an Error, named and with its message", async () => {
+    answering(503, { error: "no" })
+    const failed = await client().deregister("i1").catch((error: unknown) => error)
+    expect(failed).toBeInstanceOf(RegistryCallFailed)
+    expect(failed).toBeInstanceOf(Error)
+    expect((failed as RegistryCallFailed)._tag).toBe("RegistryCallFailed")
+    expect((failed as Error).name).toBe("RegistryCallFailed")
+    expect(String(failed)).toBe('RegistryCallFailed: deregister: 503 {"error":"no"}')
+  })
 })

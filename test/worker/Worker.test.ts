@@ -1,16 +1,18 @@
 // The assembled worker on TestClock, with a registry the test plays and real HTTP and
 // WebSocket clients (DESIGN 10): attestation required, one activation per id, routes and
 // request identity, idle eviction with release at the epoch, background tasks, replacement
-// by a newer epoch, refusal while the lease is unhealthy, and a graceful stop.
+// by a newer epoch, refusal while the lease is unhealthy, and a graceful stop. Every wait
+// (registration retries, heartbeats, wind-down budgets, the stop's grace) moves with TestClock.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope, TestClock } from "effect"
+import { Effect, Exit, Fiber, Option, Scope, TestClock } from "effect"
 import WebSocket from "ws"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
-import { RELEASED_MEMORY_MS, WIND_DOWN_MARGIN_MS } from "../../src/worker/Activations.js"
+import { RELEASED_MEMORY_MS } from "../../src/worker/Activations.js"
 import { defineInstance, type DeactivateReason } from "../../src/worker/Definition.js"
 import type { RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
-import { makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
+import { WIND_DOWN_MARGIN_MS } from "../../src/worker/WindDown.js"
+import { DEFAULT_SHUTDOWN_GRACE_MS, makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
 
 const TOKEN = "worker-test-token"
 const WORKER = "w1"
@@ -23,9 +25,15 @@ const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zip
 
 const fakeRegistry = () => {
   const log: Array<string> = []
-  const state = { heartbeat: "ok" as "ok" | "fail", windDown: [] as Array<WindDownEntry> }
+  const state = { register: "ok" as "ok" | "fail", heartbeat: "ok" as "ok" | "fail", windDown: [] as Array<WindDownEntry> }
   const client: RegistryClient = {
-    register: async () => ({ incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3, unrenewed: [] }),
+    register: async () => {
+      if (state.register === "fail") {
+        log.push("register failed")
+        throw new Error("unreachable")
+      }
+      return { incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3, unrenewed: [] }
+    },
     heartbeat: async () => {
       if (state.heartbeat === "fail") throw new Error("unreachable")
       return { _tag: "Renewed", windDown: state.windDown, unrenewed: [] }
@@ -81,6 +89,9 @@ const counterWorld = () => {
   return { events, counter }
 }
 
+/** A request that stays in progress: its handler never answers. */
+const hangingRoute = defineInstance({ activate: () => ({}), routes: { "POST /hang": () => new Promise(() => {}) } })
+
 const claims = (id: string, epoch: string, overrides: Partial<AttestationClaims> = {}): AttestationClaims => ({
   worker: WORKER,
   namespace: "/counters",
@@ -92,30 +103,33 @@ const claims = (id: string, epoch: string, overrides: Partial<AttestationClaims>
   ...overrides
 })
 
-const setup = Effect.gen(function* () {
-  const registry = fakeRegistry()
-  const world = counterWorld()
-  const worker: RunningWorker = yield* makeWorker({
-    pinboard: "http://127.0.0.1:1",
-    token: TOKEN,
-    worker: WORKER,
-    instances: { "/counters": world.counter },
-    registry: registry.client,
-    log: () => {}
-  })
-  yield* settle
-  const send = (path: string, attestation: AttestationClaims | string | undefined, method = "POST") =>
-    Effect.gen(function* () {
-      const now = yield* TestClock.currentTimeMillis
-      const headers: Record<string, string> = {}
-      if (attestation !== undefined) headers["pinboard-attestation"] = typeof attestation === "string" ? attestation : sign(attestation, now)
-      return yield* Effect.promise(async () => {
-        const response = await fetch(`${worker.url}${path}`, { method, headers })
-        return { status: response.status, headers: response.headers, text: await response.text() }
-      })
+/** The worker on TestClock, with the registry the test plays, and a client sending attested requests. */
+const setupWith = (registry: ReturnType<typeof fakeRegistry>) =>
+  Effect.gen(function* () {
+    const world = counterWorld()
+    const worker: RunningWorker = yield* makeWorker({
+      pinboard: "http://127.0.0.1:1",
+      token: TOKEN,
+      worker: WORKER,
+      instances: { "/counters": world.counter, "/hanging": hangingRoute },
+      registry: registry.client,
+      log: () => {}
     })
-  return { registry, worker, send, ...world }
-})
+    yield* settle
+    const send = (path: string, attestation: AttestationClaims | string | undefined, method = "POST") =>
+      Effect.gen(function* () {
+        const now = yield* TestClock.currentTimeMillis
+        const headers: Record<string, string> = {}
+        if (attestation !== undefined) headers["pinboard-attestation"] = typeof attestation === "string" ? attestation : sign(attestation, now)
+        return yield* Effect.promise(async () => {
+          const response = await fetch(`${worker.url}${path}`, { method, headers })
+          return { status: response.status, headers: response.headers, text: await response.text() }
+        })
+      })
+    return { registry, worker, send, ...world }
+  })
+
+const setup = Effect.suspend(() => setupWith(fakeRegistry()))
 
 describe("the worker's request handler", () => {
   it.scoped("401 for anything that did not come through Pinboard", () =>
@@ -267,6 +281,52 @@ describe("the worker's request handler", () => {
       yield* Scope.close(scope, Exit.void)
       expect(events).toEqual(["activate c1@5", "deactivate c1@5 shutdown"])
       expect(registry.log.at(-1)).toBe("deregister inc-1")
+    })
+  )
+
+  it.effect("stop waits for a request in progress until shutdownGraceMs have passed on the Clock", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const { registry, worker } = yield* Scope.extend(setup, scope)
+      const attestation = sign(claims("h1", "3", { namespace: "/hanging" }), yield* TestClock.currentTimeMillis)
+      const hanging = fetch(`${worker.url}/hanging/h1/hang`, { method: "POST", headers: { "pinboard-attestation": attestation } }).then(
+        (response) => response.status,
+        () => "cut"
+      )
+      while (worker.activations.find("/hanging", "h1") === undefined) yield* settle
+      const stopping = yield* Effect.fork(Scope.close(scope, Exit.void))
+      // The grace starts once the server no longer listens.
+      while (worker.server.listening) yield* settle
+      yield* settle
+      yield* advance(DEFAULT_SHUTDOWN_GRACE_MS - 1)
+      expect(worker.activations.size).toBe(1)
+      expect(registry.log).not.toContain("deregister inc-1")
+      yield* advance(1)
+      // At once: the grace ended on the Clock, not on a timer of its own.
+      for (let looks = 0; looks < 100 && worker.activations.size > 0; looks++) yield* settle
+      expect(worker.activations.size).toBe(0)
+      yield* Fiber.join(stopping)
+      expect(registry.log.at(-1)).toBe("deregister inc-1")
+      expect(yield* Effect.promise(() => hanging)).toBe("cut")
+    })
+  )
+
+  it.scoped("registered completes once a registration gets through; the retries wait on the Clock", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      registry.state.register = "fail"
+      const { worker } = yield* setupWith(registry)
+      const registered = yield* Effect.fork(worker.registered)
+      // Retried after 100 ms, then twice as long each time, 2 s apart at most: one retry per advance.
+      for (const waitMs of [100, 200, 400, 800, 1600, 2000, 2000]) yield* advance(waitMs)
+      expect(registry.log.filter((line) => line === "register failed")).toHaveLength(8)
+      registry.state.register = "ok"
+      yield* settle
+      expect(Option.isNone(yield* Fiber.poll(registered))).toBe(true)
+      expect(worker.healthy()).toBe(false)
+      yield* advance(2_000)
+      expect(Option.isSome(yield* Fiber.poll(registered))).toBe(true)
+      expect(worker.healthy()).toBe(true)
     })
   )
 })

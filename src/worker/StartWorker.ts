@@ -1,0 +1,31 @@
+// The worker library's Promise API: `startWorker` runs `makeWorker` (Worker.ts) in a scope of
+// its own and gives the worker back with Promise functions made from the runtime it runs on.
+// The only place in the library that runs an Effect.
+import { Effect, Exit, Runtime, Scope } from "effect"
+import { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
+
+/** A running worker, as `startWorker` gives it. */
+export interface PinboardWorker extends Omit<RunningWorker, "registered"> {
+  /** Resolves once the worker has registered with Pinboard (it keeps retrying until then). */
+  readonly registered: () => Promise<void>
+  /** Drains, waits for requests in progress, deactivates everything, deregisters, closes. */
+  readonly stop: () => Promise<void>
+}
+
+/** Starts a worker: listens, registers with Pinboard, and serves until `stop()` or SIGTERM/SIGINT. */
+export const startWorker = (options: WorkerOptions): Promise<PinboardWorker> =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const { registered, ...worker } = yield* Scope.extend(makeWorker(options), scope).pipe(
+        Effect.onError(() => Scope.close(scope, Exit.void))
+      )
+      const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+      let stopped: Promise<void> | undefined
+      const stop = () => (stopped ??= runPromise(Scope.close(scope, Exit.void)))
+      for (const signal of options.stopOnSignals ?? ["SIGTERM", "SIGINT"]) {
+        process.once(signal, () => void stop().then(() => process.exit(0)))
+      }
+      return { ...worker, registered: () => runPromise(registered), stop }
+    })
+  )
