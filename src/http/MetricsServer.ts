@@ -7,7 +7,7 @@ import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { TEXT_PLAIN, type Reply } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
-import { listen } from "./Listen.js"
+import { listen } from "../serving/Listen.js"
 import { isReadMethod } from "./Reply.js"
 
 export interface ListenerAnswer {
@@ -47,7 +47,7 @@ export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<Metrics
           () => answer(res, metricsListenerAnswers.unavailable)
         )
       })
-      const port = yield* Effect.acquireRelease(listen(server, config.metrics.port, host), () =>
+      const port = yield* Effect.acquireRelease(Effect.orDie(listen(server, config.metrics.port, host)), () =>
         Effect.async<void>((resume) => {
           server.closeAllConnections()
           server.close(() => resume(Effect.void))

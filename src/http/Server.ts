@@ -18,7 +18,8 @@ import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
-import { listen } from "./Listen.js"
+import { makeInFlight } from "../serving/Drain.js"
+import { listen } from "../serving/Listen.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -158,16 +159,11 @@ const serve = Effect.gen(function* () {
   }
 
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
-  let inFlight = 0
-  let drained: (() => void) | undefined
-  const exchangeOver = () => {
-    if (--inFlight === 0) drained?.()
-  }
+  const inFlight = makeInFlight()
 
   // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
   const server = http.createServer({ requireHostHeader: false }, (req, res) => {
-    inFlight++
-    res.on("close", exchangeOver)
+    inFlight.track(res)
     // While shutting down, no connection is kept for another request.
     if (shuttingDown) res.shouldKeepAlive = false
     run(handle(req, res))
@@ -184,7 +180,7 @@ const serve = Effect.gen(function* () {
     socket.on("error", () => socket.destroy())
     writeBareStatus(socket, new ConnectNotImplemented().reply)
   })
-  const port = yield* listen(server, config.port, config.host)
+  const port = yield* Effect.orDie(listen(server, config.port, config.host))
   yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
 
   // SIGTERM (DESIGN 9): /readyz turns 503, the listener stops accepting, in-flight
@@ -192,14 +188,7 @@ const serve = Effect.gen(function* () {
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {
       shuttingDown = true
-      server.close()
-      server.closeIdleConnections()
-      const allOver = Effect.async<void>((resume) => {
-        if (inFlight === 0) return resume(Effect.void)
-        drained = () => resume(Effect.void)
-      })
-      // Finalizers run uninterruptibly: the wait must be interruptible for the timeout to end it.
-      yield* Effect.timeout(Effect.interruptible(allOver), config.shutdown.graceMs).pipe(Effect.ignore)
+      yield* inFlight.drain(server, config.shutdown.graceMs)
       server.closeAllConnections()
       for (const tunnel of tunnels) tunnel.destroy()
     })

@@ -3,11 +3,12 @@
 // closes. Its waits are all on the Clock, so tests run it on TestClock. It runs no Effect
 // itself: `startWorker` (StartWorker.ts) is the Promise shell that does.
 import http, { type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Duration, Effect, Schedule, type Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { attestationKey } from "../contract/AttestationKey.js"
+import { makeInFlight } from "../serving/Drain.js"
+import { listen } from "../serving/Listen.js"
 import { Activations } from "./Activations.js"
 import { makeCalls } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
@@ -92,14 +93,9 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const host = options.host ?? "127.0.0.1"
 
     const server = http.createServer()
-    yield* Effect.acquireRelease(
-      Effect.async<void, Error>((resume) => {
-        server.once("error", (error) => resume(Effect.fail(error)))
-        server.listen(options.port ?? 0, host, () => resume(Effect.void))
-      }),
-      () => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))))
+    const port = yield* Effect.acquireRelease(listen(server, options.port ?? 0, host), () =>
+      Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))))
     )
-    const port = (server.address() as AddressInfo).port
     const advertiseUrl = options.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`
     const prefix = new URL(advertiseUrl).pathname.replace(/\/+$/, "")
     const registry =
@@ -146,13 +142,9 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
 
     const webSockets = new WebSocketServer({ noServer: true })
     const deps = { worker: options.worker, key, prefix, now, definitions, activations, leaseHealthy: lease.healthyFor, callAs, webSockets, log }
-    let inFlight = 0
-    let drained: (() => void) | undefined
+    const inFlight = makeInFlight()
     server.on("request", (req, res) => {
-      inFlight++
-      res.once("close", () => {
-        if (--inFlight === 0) drained?.()
-      })
+      inFlight.track(res)
       void handleRequest(deps, req, res)
     })
     server.on("upgrade", (req, socket, head) => void handleUpgrade(deps, req, socket, head))
@@ -163,14 +155,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
       // Tell Pinboard at once, so no new placement lands here during the grace period.
       const incarnation = lease.incarnation()
       if (incarnation !== undefined) yield* Effect.ignore(Effect.tryPromise(() => registry.heartbeat(incarnation, status())))
-      server.close()
-      server.closeIdleConnections()
-      const allOver = Effect.async<void>((resume) => {
-        if (inFlight === 0) return resume(Effect.void)
-        drained = () => resume(Effect.void)
-      })
-      // Finalizers run uninterruptibly: the wait must be interruptible for the grace to end it.
-      yield* Effect.timeout(Effect.interruptible(allOver), grace).pipe(Effect.ignore)
+      yield* inFlight.drain(server, grace)
       yield* Effect.promise(() => activations.dropAll("shutdown"))
       yield* lease.deregister
     })
