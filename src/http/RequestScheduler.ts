@@ -28,6 +28,7 @@ export const makeRequestScheduler = (): Scheduler.Scheduler => {
     if (++inARow < MAX_DRAINS_IN_A_ROW) queueMicrotask(drain)
     else {
       inARow = 0
+      // Not a wait but a turn of the event loop for I/O: no Clock has a say in it.
       setImmediate(drain)
     }
   }

@@ -59,8 +59,9 @@ export const serveAsRequest = (server: Server, req: IncomingMessage, socket: Ser
   const again = headWithoutOffer(req)
   const waited = writesResponse(socket)
   afterPendingResponses(socket, () => {
-    // The first parse set its keep-alive timeout when its last response finished: the request
-    // handed over must not be cut by it.
+    // The first parse set node:http's keep-alive timeout (a socket timeout, not a wait of ours,
+    // so not on the Clock) when its last response finished: the request handed over must not
+    // be cut by it.
     if (waited) socket.setTimeout?.(server.timeout)
     socket.unshift(head.length === 0 ? again : Buffer.concat([again, head]))
     server.emit("connection", socket)
