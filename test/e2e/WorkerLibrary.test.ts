@@ -374,8 +374,10 @@ describe("worker library behind Pinboard (redis registry)", () => {
     expect(lost.reason).toBe("lease-lost")
 
     // A is dropping everything (its deactivate hook takes a second) and holds no lease it may
-    // trust: a new id must be refused there (and so placed on B).
-    const whileDropping = ok<State>(await get(`${namespace}/${fresh}/state`, toA))
+    // trust: a new id must be refused there (and so placed on B). B met the wipe too (its own 410,
+    // then registering again): for a moment it may not take the id either, and the client gets
+    // `503 worker refused activation, retry`, which a client retries (well within A's second).
+    const whileDropping = await eventually(async () => ok<State>(await get(`${namespace}/${fresh}/state`, toA)), 500)
     // Once A has registered again, the old incarnation's placements are over; the id asked for
     // with B's affinity goes (or stays) on B. A must hold no activation of the old incarnation.
     await eventually(() => expect(a.link.incarnation).not.toBe(incarnation), 3 * LEASE_MS)
