@@ -10,7 +10,7 @@
 // among them) for a fixed window per concurrency level after a short warm-up. Prints
 // figures; it is not a test. Target: resolve/s >= 0.7 x trivial EVALSHA/s at every level.
 import { availableParallelism } from "node:os"
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { Redis } from "ioredis"
 import { bucketOf } from "../src/contract/Bucket.js"
 import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
@@ -20,6 +20,7 @@ import { policyOf } from "../src/registry/Policy.js"
 import { makeRegistry, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 import { configForTests } from "../test/support/TestConfig.js"
+import { shiftedClock } from "./shiftedClock.js"
 
 const DEFAULT_LEVELS = [1, 16, 64]
 const IDS = 10_000
@@ -56,20 +57,6 @@ interface Stats {
 }
 
 const newStats = (): Stats => ({ calls: 0, errors: 0, fresh: 0, latencies: [] })
-
-/** A Clock `offsetMs` away from the wall clock: places the cold-start mark in the past. */
-const shiftedClock = (offsetMs: number): Clock.Clock => {
-  const base = Clock.make()
-  const millis = () => Date.now() + offsetMs
-  return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: millis,
-    currentTimeMillis: Effect.sync(millis),
-    unsafeCurrentTimeNanos: () => BigInt(millis()) * 1_000_000n,
-    currentTimeNanos: Effect.sync(() => BigInt(millis()) * 1_000_000n),
-    sleep: (duration) => base.sleep(duration)
-  }
-}
 
 type Commands = Record<string, (...args: Array<string>) => Promise<unknown>>
 

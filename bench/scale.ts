@@ -11,7 +11,7 @@
 // Starts its own redis-server on a free loopback port (no persistence) and registers the
 // workers through the registry service itself (the script calls Pinboard makes), not over
 // HTTP, so the figures are the registry's alone.
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { Redis } from "ioredis"
 import { makeRedisBackend } from "../src/registry/Redis.js"
 import { clientOptions, defineScripts } from "../src/registry/RedisConnection.js"
@@ -20,6 +20,7 @@ import { makeRegistry, type RegisterAnswer, type RegistryService } from "../src/
 import { startRedisServer } from "../test/support/RedisServer.js"
 import { configForTests } from "../test/support/TestConfig.js"
 import { numberArg, textArg } from "./args.js"
+import { shiftedClock } from "./shiftedClock.js"
 
 const BUCKETS = 16
 const NAMESPACE = "/threads"
@@ -50,20 +51,6 @@ const measure = async (client: Redis, work: () => Promise<unknown>) => {
   const used = process.cpuUsage(cpu)
   const redis = await scriptStats(client)
   return { redisUs: redis.usec, calls: redis.calls, cpuUs: used.user + used.system }
-}
-
-/** A Clock `offsetMs` away from the wall clock: places the buckets' cold start in the past. */
-const shiftedClock = (offsetMs: number): Clock.Clock => {
-  const base = Clock.make()
-  const millis = () => Date.now() + offsetMs
-  return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: millis,
-    currentTimeMillis: Effect.sync(millis),
-    unsafeCurrentTimeNanos: () => BigInt(millis()) * 1_000_000n,
-    currentTimeNanos: Effect.sync(() => BigInt(millis()) * 1_000_000n),
-    sleep: (duration) => base.sleep(duration)
-  }
 }
 
 interface Figures {
