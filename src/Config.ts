@@ -54,5 +54,7 @@ export const loadConfig: (input: {
 })
 
 /** How takeover works in an env (DESIGN 5 step 2): `wind_down` unless `envs.<env>.takeover` says otherwise. */
-export const takeoverOf = (config: PinboardConfig, env: string): Takeover =>
-  config.envs[env]?.takeover ?? "wind_down"
+export const takeoverOf =
+  (config: PinboardConfig) =>
+  (env: string): Takeover =>
+    config.envs[env]?.takeover ?? "wind_down"

@@ -239,9 +239,9 @@ describe("structured options", () => {
     Effect.gen(function*() {
       const config = yield* load(TOKEN, { envs: { prod: { takeover: "deny" }, staging: {} } })
       expect(config.envs).toStrictEqual({ prod: { takeover: "deny" }, staging: { takeover: "wind_down" } })
-      expect(takeoverOf(config, "prod")).toBe("deny")
-      expect(takeoverOf(config, "staging")).toBe("wind_down")
-      expect(takeoverOf(config, "preview")).toBe("wind_down")
+      expect(takeoverOf(config)("prod")).toBe("deny")
+      expect(takeoverOf(config)("staging")).toBe("wind_down")
+      expect(takeoverOf(config)("preview")).toBe("wind_down")
     }))
 
   it.effect("providers and namespaces of DESIGN 6", () =>

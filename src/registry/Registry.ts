@@ -3,6 +3,7 @@
 // and the sweep that runs beside it.
 import { Context, Duration, Effect, Layer, Random, Schedule } from "effect"
 import { AppConfig } from "../AppConfig.js"
+import { takeoverOf } from "../Config.js"
 import {
   BindingHeldByAnotherEnv,
   HostnameBindingDisplaced,
@@ -34,7 +35,7 @@ import type {
 } from "./Domain.js"
 import { Metrics } from "../observe/Metrics.js"
 import { meteredResolve } from "../observe/ResolveMetrics.js"
-import { policyOf, takeoverOfConfig, type TakeoverOf } from "./Policy.js"
+import { policyOf, type TakeoverOf } from "./Policy.js"
 
 export interface RegisterInput {
   readonly worker: string
@@ -133,7 +134,7 @@ export class Registry extends Context.Tag("pinboard/Registry")<Registry, Registr
     )
 
   static readonly layerConfig: Layer.Layer<Registry, never, Backend | Metrics | AppConfig> = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => Registry.layer(policyOf(config), takeoverOfConfig(config)))
+    Effect.map(AppConfig, (config) => Registry.layer(policyOf(config), takeoverOf(config)))
   )
 
   static readonly layerTest = (registry: RegistryService): Layer.Layer<Registry> => Layer.succeed(Registry, registry)
