@@ -50,8 +50,11 @@ export interface RegistryBackend {
   readonly beginWindDown: (bucket: number, now: number, key: PlacementKey, epoch: string) => Op<WindDownOutcome>
   // reads
   readonly placement: (bucket: number, now: number, key: PlacementKey) => Op<PlacementView | undefined>
-  /** Every bucket holds the whole membership: read from the first bucket that answers. */
-  readonly workers: (now: number) => Op<ReadonlyArray<WorkerView>>
+  /**
+   * Every bucket holds the whole membership: read from the first bucket that answers, at most
+   * `limit` workers after the worker id `after` ("" from the first), in worker id order.
+   */
+  readonly workers: (now: number, after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
   /** The registry's own clock in ms, for the `/readyz` skew check. */
   readonly time: Op<number>
 }

@@ -125,10 +125,13 @@ export interface WorkerView {
 export const memberKey = (env: string, namespace: string): string => `${env}|${namespace}`
 export const rowKey = (key: PlacementKey): string => `${key.env}|${key.namespace}|${key.id}`
 
-export const nackDegraded = (record: WorkerRecord, now: number, policy: RegistryPolicy): boolean =>
+/** A worker's refusal window, as its record and a membership view hold it. */
+export type NackWindow = Pick<WorkerRecord, "nackWindowStart" | "nackCount">
+
+export const nackDegraded = (record: NackWindow, now: number, policy: RegistryPolicy): boolean =>
   nacksInWindow(record, now, policy) >= policy.nackThreshold
 
-export const nacksInWindow = (record: WorkerRecord, now: number, policy: RegistryPolicy): number =>
+export const nacksInWindow = (record: NackWindow, now: number, policy: RegistryPolicy): number =>
   now < record.nackWindowStart + policy.nackWindowMs ? record.nackCount : 0
 
 /** Lease a worker must have left to take a new placement (routing.md "Resolution"). */

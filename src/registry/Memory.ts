@@ -31,7 +31,7 @@ export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): Memo
     tag: (bucket, now, key, epoch, value) => one(bucket, (b) => Model.tag(b, now, key, epoch, value)),
     beginWindDown: (bucket, now, key, epoch) => one(bucket, (b) => Model.beginWindDown(b, now, key, epoch, policy)),
     placement: (bucket, now, key) => one(bucket, (b) => Model.placement(b, now, key)),
-    workers: (now) => one(0, (b) => Model.workers(b, now, policy)),
+    workers: (now, after, limit) => one(0, (b) => Model.workers(b, now, policy).filter((w) => w.worker > after).slice(0, limit)),
     time: Effect.clockWith((clock) => clock.currentTimeMillis),
     wipe: (bucket) => {
       state[bucket] = Model.emptyBucket()

@@ -1,6 +1,6 @@
 // Placement policy (DESIGN 5, steps 5 and 6) as plain functions. The Lua resolve script
 // implements the same rules; the model-based test holds the two to each other.
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import { minLeaseLeftMs, nackDegraded, type RegistryPolicy, type WorkerRecord } from "./Domain.js"
 
 export interface Candidate {
@@ -23,8 +23,7 @@ export const isPlaceable = (
 /** Ordered by worker id, byte order (worker ids are ASCII). */
 export const byWorkerId = (a: Candidate, b: Candidate): number => (a.worker < b.worker ? -1 : a.worker > b.worker ? 1 : 0)
 
-export const rendezvousScore = (affinity: string, worker: string): string =>
-  createHash("sha1").update(`${affinity}\n${worker}`).digest("hex")
+export const rendezvousScore = (affinity: string, worker: string): string => hash("sha1", `${affinity}\n${worker}`, "hex")
 
 export interface PlacementChoice {
   /** Candidates ordered by worker id. */

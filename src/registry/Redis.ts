@@ -11,6 +11,9 @@ import { RegistryUnavailable } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
 import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
 import { makeBatcher } from "./Batcher.js"
+import { makeCoalescer, type BucketAnswer, type BucketCall } from "./Coalescer.js"
+import { propose } from "./MembershipView.js"
+import { makeRedisViews } from "./RedisView.js"
 import {
   memberKey,
   minLeaseLeftMs,
@@ -73,28 +76,59 @@ export const makeRedisBackend = (
   const all = tags.map((_, bucket) => bucket)
   const every = <A>(name: ScriptName, now: number, args: ReadonlyArray<string>, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<A>> =>
     Effect.promise(() =>
-      observed(observe, name, () => fanOut<A>(client, tags, only, `pinboard_${name}`, [String(now), ...args]), (out) => out.unreached.length > 0)
+      observed(observe, name, () => fanOut(client, tags, only.map((bucket) => ({ bucket, args: [String(now), ...args] })), `pinboard_${name}`), (out) => out.some((a) => !a.ok))
+    ).pipe(Effect.map((answers) => fanOutOf<A>(answers)))
+  // Membership writes, coalesced per bucket across workers: fleet.lua's entries.
+  const fleetWrite = makeCoalescer((calls) =>
+    observed(observe, "fleet", () => fanOut(client, tags, calls.map((c) => ({ bucket: c.bucket, args: ["0", ...c.args] })), "pinboard_fleet"), (out) =>
+      out.some((a) => !a.ok)
     )
-  const everyVoid = (name: ScriptName, now: number, args: ReadonlyArray<string>): Effect.Effect<FanOut<void>> =>
-    Effect.map(every(name, now, args), (out) => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) }))
+  )
   const keyArgs = (key: PlacementKey) => [key.env, key.namespace, key.id]
-  const policyArgs = [
-    String(policy.leaseMs),
-    String(minLeaseLeftMs(policy.leaseMs)),
-    String(policy.balanceFactor),
-    String(policy.nackThreshold),
-    String(policy.nackWindowMs)
-  ]
+  const minLeaseLeft = minLeaseLeftMs(policy.leaseMs)
+  const policyArgs = [String(policy.leaseMs), String(minLeaseLeft), String(policy.nackThreshold), String(policy.nackWindowMs)]
   // The resolve batch's arguments before its queries, made once per bucket: keys, now (unused), policy.
   const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, "0", ...policyArgs])
-  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<ResolveOutcome>> =>
-    invoke<ReadonlyArray<string>>("resolve", resolveHeads[bucket]!.concat(queries)).then((replies) => replies.map(decodeResolve))
+  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<string>> =>
+    invoke<ReadonlyArray<string>>("resolve", resolveHeads[bucket]!.concat(queries))
   const resolveBatched = makeBatcher(buckets, sendResolves, (cause) => new RegistryUnavailable({ cause }))
+  const views = makeRedisViews(buckets, (bucket, now, args) => call<ReadonlyArray<string>>("view", bucket, now, args), minLeaseLeft)
+  const absorb = (bucket: number, now: number, reply: ReadonlyArray<string>) =>
+    Effect.tryPromise({ try: () => views.absorb(bucket, now, reply.slice(1)), catch: (cause) => new RegistryUnavailable({ cause }) })
+
+  /**
+   * DESIGN 5 with the ranking in Pinboard: the first call serves a placed id as before; a new one
+   * comes back with what the bucket's view lacks, the view proposes, the script checks the
+   * proposal at `now`; a refused proposal is ranked once more from the refreshed view.
+   */
+  const resolve = (bucket: number, now: number, query: ResolveQuery): Effect.Effect<ResolveOutcome, RegistryUnavailable> => {
+    const ask = (mode: "a" | "p" | "f", proposal: string) => {
+      const view = views.view(bucket)
+      return resolveBatched(bucket, packResolve(now, query, mode, proposal, view.gen, view.seq))
+    }
+    const proposeAfter = (reply: string, mode: "p" | "f") =>
+      Effect.flatMap(absorb(bucket, now, reply.split("\n")), (short) => ask(mode, propose(views.view(bucket), query, now, short, policy)))
+    return Effect.flatMap(ask("a", ""), (first) => {
+      if (!first.startsWith("choose\n")) return Effect.succeed(decodeResolve(first))
+      return Effect.flatMap(proposeAfter(first, "p"), (second) =>
+        second.startsWith("stale\n") ? Effect.map(proposeAfter(second, "f"), decodeResolve) : Effect.succeed(decodeResolve(second))
+      )
+    })
+  }
+
+  /** Runs a bucket's sweep again and again, one call at a time, while it reports more to do. */
+  const sweepOn = (bucket: number, now: number) =>
+    Effect.iterate("more", {
+      while: (answer) => answer === "more",
+      body: () => one<string>("sweep", bucket, now, [String(policy.leaseMs)])
+    })
 
   return {
     buckets,
     register: (now, r, only) =>
-      every<string>("register", now, [
+      fleetWrite<string>(only ?? all, [
+        "r",
+        String(now),
         r.worker,
         r.incarnation,
         r.advertiseUrl,
@@ -105,9 +139,11 @@ export const makeRedisBackend = (
         r.namespaces.map((n) => memberKey(n.env, n.namespace)).join("\n"),
         r.epoch ?? "0",
         r.namespaces.flatMap((n) => (n.hostname === "" ? [] : [`${n.hostname}|${n.namespace}|${n.env}`])).join("\n")
-      ], only).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeRegister(reply)] as const) }))),
+      ]).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeRegister(reply)] as const) }))),
     heartbeat: (now, beat) =>
-      every<Reply>("heartbeat", now, [
+      fleetWrite<Reply>(all, [
+        "h",
+        String(now),
         beat.worker,
         beat.incarnation,
         String(now + policy.leaseMs),
@@ -115,10 +151,19 @@ export const makeRedisBackend = (
         flag(beat.draining),
         flag(beat.degraded)
       ]).pipe(Effect.map((out) => ({ ...out, reached: out.reached.map(([b, reply]) => [b, decodeHeartbeat(reply)] as const) }))),
-    deregister: (now, worker, incarnation) => everyVoid("deregister", now, [worker, incarnation]),
-    nack: (now, worker) => everyVoid("nack", now, [worker, String(policy.nackWindowMs)]),
-    sweep: (now) => everyVoid("sweep", now, []),
-    resolve: (bucket, now, query) => resolveBatched(bucket, packResolve(now, query)),
+    deregister: (now, worker, incarnation) => Effect.map(fleetWrite(all, ["d", String(now), worker, incarnation]), withoutAnswers),
+    nack: (now, worker) => Effect.map(fleetWrite(all, ["n", String(now), worker, String(policy.nackWindowMs)]), withoutAnswers),
+    // One pipelined call per bucket; the buckets with more to do then go on one call at a time,
+    // so that a lapse of many rows never holds a shard for longer than one slice.
+    sweep: (now) =>
+      Effect.flatMap(every<string>("sweep", now, [String(policy.leaseMs)]), (out) =>
+        Effect.forEach(
+          out.reached.filter(([, answer]) => answer === "more"),
+          ([bucket]) => Effect.either(sweepOn(bucket, now)),
+          { discard: true }
+        ).pipe(Effect.as(withoutAnswers(out)))
+      ),
+    resolve,
     release: (bucket, now, key, epoch) =>
       one<Reply>("release", bucket, now, [...keyArgs(key), epoch]).pipe(Effect.map(decodeCas)),
     tag: (bucket, now, key, epoch, value) =>
@@ -130,9 +175,11 @@ export const makeRedisBackend = (
     placement: (bucket, now, key) =>
       one<Reply>("placement", bucket, now, keyArgs(key)).pipe(Effect.map((reply) => decodePlacement(key, reply))),
     // Bucket 0 (as the embedded registry), else the first other shard that answers, asked at once.
-    workers: (now) =>
+    workers: (now, after, limit) =>
       attempt(() => {
-        const [first, ...others] = byShard(client, tags, all).map((buckets) => call<ReadonlyArray<Reply>>("workers", buckets[0]!, now, []))
+        const [first, ...others] = byShard(client, tags, all).map((buckets) =>
+          call<ReadonlyArray<Reply>>("workers", buckets[0]!, now, [after, String(limit)])
+        )
         for (const other of others) other.catch(() => undefined)
         return first!.catch((cause: unknown) => (others.length === 0 ? Promise.reject(cause) : Promise.any(others)))
       }).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
@@ -143,6 +190,18 @@ export const makeRedisBackend = (
         return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
       })
     )
+  }
+}
+
+const withoutAnswers = (out: FanOut<unknown>): FanOut<void> => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) })
+
+/** Bucket by bucket answers as a fan-out's outcome. */
+const fanOutOf = <A>(answers: ReadonlyArray<BucketAnswer>): FanOut<A> => {
+  const failed = answers.filter((a) => !a.ok)
+  return {
+    reached: answers.filter((a) => a.ok).map((a) => [a.bucket, a.value as A] as const),
+    unreached: failed.map((a) => a.bucket),
+    ...(failed.length > 0 ? { cause: failed[0]!.value } : {})
   }
 }
 
@@ -157,37 +216,27 @@ const byShard = (client: RedisClient, tags: ReadonlyArray<string>, buckets: Read
   return [...groups.values()]
 }
 
-/** Runs one script on each of `only` (bucket numbers), one pipeline per shard; never fails as a whole. */
-const fanOut = async <A>(
-  client: RedisClient,
-  tags: ReadonlyArray<string>,
-  only: ReadonlyArray<number>,
-  command: string,
-  args: ReadonlyArray<string>
-): Promise<FanOut<A>> => {
-  const answers: Array<{ readonly bucket: number; readonly ok: boolean; readonly value: unknown }> = []
+/** Runs one script call per bucket (its own arguments), one pipeline per shard; never fails as a whole. */
+const fanOut = async (client: RedisClient, tags: ReadonlyArray<string>, calls: ReadonlyArray<BucketCall>, command: string): Promise<Array<BucketAnswer>> => {
+  const answers: Array<BucketAnswer> = []
+  const argsOf = new Map(calls.map((c) => [c.bucket, c.args]))
   await Promise.all(
-    byShard(client, tags, only).map(async (buckets) => {
+    byShard(client, tags, calls.map((c) => c.bucket)).map(async (buckets) => {
       const pipeline = client.pipeline() as unknown as Record<string, (...a: Array<string>) => void> & {
         exec: () => Promise<Array<[Error | null, unknown]> | null>
       }
-      for (const bucket of buckets) pipeline[command]!(`${tags[bucket]}:cold`, tags[bucket]!, ...args)
+      for (const bucket of buckets) pipeline[command]!(`${tags[bucket]}:cold`, tags[bucket]!, ...argsOf.get(bucket)!)
       const results = await pipeline.exec().catch((cause: unknown) => buckets.map(() => [cause, undefined] as const))
       buckets.forEach((bucket, i) => {
         const [error, value] = results?.[i] ?? [new Error("no reply"), undefined]
-        answers.push(error === null ? { bucket, ok: true, value } : { bucket, ok: false, value: error })
+        answers.push(error === null ? { bucket, ok: true, value: value as ReadonlyArray<unknown> } : { bucket, ok: false, value: error })
       })
     })
   )
   answers.sort((a, b) => a.bucket - b.bucket)
-  const failed = answers.filter((a) => !a.ok)
   // A pipeline does not follow a failover by itself: learn the new masters for the next fan-out.
-  if (failed.length > 0 && client instanceof Cluster) client.refreshSlotsCache()
-  return {
-    reached: answers.filter((a) => a.ok).map((a) => [a.bucket, a.value as A] as const),
-    unreached: failed.map((a) => a.bucket),
-    ...(failed.length > 0 ? { cause: failed[0]!.value } : {})
-  }
+  if (answers.some((a) => !a.ok) && client instanceof Cluster) client.refreshSlotsCache()
+  return answers
 }
 
 const decodeRegister = (reply: string): RegisterOutcome =>
@@ -196,12 +245,9 @@ const decodeRegister = (reply: string): RegisterOutcome =>
 const flag = (value: boolean): string => (value ? "1" : "0")
 const text = (value: string | number | null | undefined): string => String(value ?? "")
 
-/** r1 and r2 travel scaled by 2^26: integers print fast and any double still round-trips exactly. */
-const RANDOM_SCALE = 2 ** 26
-
-/** One resolve query as one script argument (see resolve.lua); no field holds "\n", nor "," but the last. */
-const packResolve = (now: number, q: ResolveQuery): string =>
-  `${now}\n${q.env}\n${q.namespace}\n${q.id}\n${q.hostname}\n${q.takeover ?? ""}\n${q.caller ?? ""}\n${q.affinity}\n${q.r1 * RANDOM_SCALE}\n${q.r2 * RANDOM_SCALE}\n${q.excluded.join(",")}`
+/** One resolve query as one script argument (see resolve.lua); no field holds "\n". */
+const packResolve = (now: number, q: ResolveQuery, mode: "a" | "p" | "f", proposal: string, gen: string, seq: string): string =>
+  `${now}\n${q.env}\n${q.namespace}\n${q.id}\n${q.hostname}\n${q.takeover ?? ""}\n${mode}\n${proposal}\n${gen}\n${seq}`
 
 const decodeResolve = (reply: string): ResolveOutcome => {
   const fields = reply.split("\n")

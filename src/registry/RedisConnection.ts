@@ -14,17 +14,15 @@ export const REGISTRY_CALL_TIMEOUT_MS = 1_000
 export type RedisClient = Redis | Cluster
 
 const SCRIPTS = [
-  "register",
-  "heartbeat",
-  "deregister",
-  "nack",
+  "fleet",
   "sweep",
   "resolve",
   "release",
   "tag",
   "winddown",
   "placement",
-  "workers"
+  "workers",
+  "view"
 ] as const
 export type ScriptName = (typeof SCRIPTS)[number]
 /** What a script answers. */

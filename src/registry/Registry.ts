@@ -103,7 +103,10 @@ export interface RegistryService {
   readonly nack: (worker: string) => Op<void>
   readonly beginWindDown: (key: PlacementKey, epoch: string) => Op<WindDownOutcome>
   readonly placement: (key: PlacementKey) => Op<PlacementView, NotPlaced>
+  /** Every worker, read page by page. */
   readonly workers: Op<ReadonlyArray<WorkerView>>
+  /** At most `limit` workers after the worker id `after` ("" from the first), in worker id order. */
+  readonly workersPage: (after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
   /** Ends placements and forgets workers that are gone (DESIGN 3 "Bounded memory"). */
   readonly sweep: Op<void>
   /** Local clock minus the registry's clock, for `/readyz`. */
@@ -177,6 +180,23 @@ const registerBindingFirst = (
 /** A fan-out that must reach every bucket (a retry finishes the job: these calls are idempotent). */
 const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
   out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
+
+/** Workers per page when the whole membership is read. */
+const WORKERS_PAGE = 256
+
+const allWorkers = (backend: RegistryBackend, at: number): Effect.Effect<ReadonlyArray<WorkerView>, RegistryUnavailable> =>
+  Effect.iterate(
+    { workers: [] as ReadonlyArray<WorkerView>, done: false },
+    {
+      while: (state) => !state.done,
+      body: (state) =>
+        Effect.map(backend.workers(at, state.workers.at(-1)?.worker ?? "", WORKERS_PAGE), (page) => ({
+          workers: [...state.workers, ...page],
+          done: page.length < WORKERS_PAGE
+        }))
+    }
+  )
+  .pipe(Effect.map((state) => state.workers))
 
 /** Why a resolve places nothing: the catalogue errors of routing.md "Resolution" and DESIGN 5. */
 export type ResolveRefusal =
@@ -298,7 +318,8 @@ export const makeRegistry = (
       Effect.flatMap(now, (at) => backend.placement(bucket(key), at, key)).pipe(
         Effect.flatMap((view) => (view === undefined ? new NotPlaced() : Effect.succeed(view)))
       ),
-    workers: Effect.flatMap(now, (at) => backend.workers(at)),
+    workers: Effect.flatMap(now, (at) => allWorkers(backend, at)),
+    workersPage: (after, limit) => Effect.flatMap(now, (at) => backend.workers(at, after, limit)),
     sweep: Effect.flatMap(now, (at) => backend.sweep(at)).pipe(Effect.flatMap(reachedAll)),
     clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
   }

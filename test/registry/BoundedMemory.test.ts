@@ -12,16 +12,21 @@ import { configForTests } from "../support/TestConfig.js"
 const LEASE = 15_000
 const BUCKETS = 16
 const PLACEMENTS = 10_000
-/** What a bucket keeps whatever its history: cold-start marker, epoch counter, namespaces. */
-const FIXED_KEYS_PER_BUCKET = 3
+/**
+ * What a bucket keeps whatever its history: cold-start marker, epoch counter, namespaces, and the
+ * membership views' change-log counter and trim mark.
+ */
+const FIXED_KEYS_PER_BUCKET = 5
 
 const redis = useRedis()
 
 const realPause = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 25)))
-const untilKeysAtMost = (bound: number) =>
+/** The test's keys, less those matching `except`. */
+const keysBut = async (except: RegExp): Promise<number> => (await redis.client.keys("\\{bounded:*")).filter((key) => !except.test(key)).length
+const untilKeysAtMost = (bound: number, except = /^$/) =>
   Effect.gen(function* () {
     for (let i = 0; i < 200; i++) {
-      if ((yield* Effect.promise(() => countKeys(redis.client, "bounded"))) <= bound) return
+      if ((yield* Effect.promise(() => keysBut(except))) <= bound) return
       yield* realPause
     }
   })
@@ -64,6 +69,11 @@ describe("bounded memory on Redis", () => {
 
         // The workers stop heartbeating; the sweep runs every half lease.
         yield* TestClock.adjust(LEASE)
+        yield* TestClock.adjust(LEASE)
+        // Within two leases only the fixed keys and the change log's entries of the removed workers are left.
+        yield* untilKeysAtMost(FIXED_KEYS_PER_BUCKET * BUCKETS, /:(chg|tomb)$/)
+        expect(yield* Effect.promise(() => keysBut(/:(chg|tomb)$/))).toBeLessThanOrEqual(FIXED_KEYS_PER_BUCKET * BUCKETS)
+        // The log keeps a removed worker's id one lease longer, for the membership views to learn of it.
         yield* TestClock.adjust(LEASE)
         yield* untilKeysAtMost(FIXED_KEYS_PER_BUCKET * BUCKETS)
         expect(yield* Effect.promise(() => countKeys(redis.client, "bounded"))).toBeLessThanOrEqual(FIXED_KEYS_PER_BUCKET * BUCKETS)

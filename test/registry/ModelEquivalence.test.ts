@@ -144,7 +144,7 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
     case "sweep":
       return run(backend.sweep(now))
     case "workers":
-      return run(backend.workers(now))
+      return run(backend.workers(now, "", 1000))
     case "placement":
       return run(backend.placement(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd)))
     case "resolveMany":

@@ -1,6 +1,9 @@
 -- Shared by every script (prepended at load). One bucket per call: every key starts with
 -- the bucket's hash tag T = "{<prefix>:<bucket>}". ARGV[1] = T, ARGV[2] = now (ms).
 -- Numbers cross as decimal strings; epochs never become Lua numbers (2^53).
+-- No call does work that grows with the workers or the rows of a bucket (docs/protocol.md
+-- "Cost at scale"): every loop below runs over one worker's namespaces, one batch's
+-- entries, or a bounded slice.
 local T = ARGV[1]
 local nowText = ARGV[2]
 local now = tonumber(nowText)
@@ -52,18 +55,30 @@ local function rowLive(owner, inc, windDownAt)
   return deadline == 0 or deadline > now
 end
 
+-- The membership view's change log (src/registry/MembershipView.ts): every change a view must
+-- learn (a worker registered, removed, its headroom, flags or nacks) moves the worker to the
+-- bucket's next sequence number.
+local function logChange(worker)
+  redis.call("ZADD", T .. ":chg", redis.call("INCR", T .. ":seq"), worker)
+end
+
 local function deleteRow(rk, worker)
   redis.call("DEL", T .. ":p:" .. rk)
   redis.call("SREM", T .. ":r:" .. worker, rk)
   redis.call("ZREM", T .. ":wd", rk)
+  redis.call("ZREM", T .. ":wdw:" .. worker, rk)
 end
 
-local function deleteRowsOf(worker)
-  for _, rk in ipairs(redis.call("SMEMBERS", T .. ":r:" .. worker)) do
-    redis.call("DEL", T .. ":p:" .. rk)
-    redis.call("ZREM", T .. ":wd", rk)
+-- An incarnation ends: its rows are no longer live (step 2 reads the worker's record), and the
+-- set naming them is put aside whole, for the sweep to delete in bounded slices.
+local function retireRows(worker, inc)
+  local rows = T .. ":r:" .. worker
+  if redis.call("EXISTS", rows) == 1 then
+    local gone = worker .. "|" .. inc
+    redis.call("RENAME", rows, T .. ":g:" .. gone)
+    redis.call("RPUSH", T .. ":gone", gone)
   end
-  redis.call("DEL", T .. ":r:" .. worker)
+  redis.call("UNLINK", T .. ":wdw:" .. worker)
 end
 
 local function leaveMemberships(worker, mkeys)
@@ -71,12 +86,29 @@ local function leaveMemberships(worker, mkeys)
 end
 
 local function removeWorker(worker)
-  leaveMemberships(worker, redis.call("HGET", T .. ":w:" .. worker, "mkeys"))
-  deleteRowsOf(worker)
+  local record = redis.call("HMGET", T .. ":w:" .. worker, "mkeys", "inc")
+  leaveMemberships(worker, record[1])
+  retireRows(worker, record[2] or "")
   redis.call("DEL", T .. ":w:" .. worker)
-  redis.call("SREM", T .. ":workers", worker)
+  redis.call("ZREM", T .. ":wi", worker)
+  redis.call("ZREM", T .. ":wl", worker)
+  redis.call("ZADD", T .. ":tomb", now, worker)
+  logChange(worker)
 end
 
 local function nackDegraded(start, count, threshold, windowMs)
   return now < tonumber(start) + windowMs and tonumber(count) >= threshold
+end
+
+-- A row whose worker is gone or registered again belongs to an ended incarnation: it waits for
+-- the sweep's slices, and every call treats it as absent (deleting it on the way). Answers the
+-- row's fields (HMGET of `fields`, which start with "worker", "inc"), or nil.
+local function currentRow(rk, ...)
+  local row = redis.call("HMGET", T .. ":p:" .. rk, "worker", "inc", ...)
+  if not row[1] then return nil end
+  if redis.call("HGET", T .. ":w:" .. row[1], "inc") ~= row[2] then
+    deleteRow(rk, row[1])
+    return nil
+  end
+  return row
 end

@@ -1,7 +1,7 @@
 -- ARGV: T, now, env, namespace, id, epoch. Compare-and-delete: {"done"} or {"conflict", current?}.
 touch()
 local rk = ARGV[3] .. "|" .. ARGV[4] .. "|" .. ARGV[5]
-local row = redis.call("HMGET", T .. ":p:" .. rk, "epoch", "worker")
-if not row[1] or row[1] ~= ARGV[6] then return { "conflict", row[1] } end
-deleteRow(rk, row[2])
+local row = currentRow(rk, "epoch")
+if not row or row[3] ~= ARGV[6] then return { "conflict", row and row[3] } end
+deleteRow(rk, row[1])
 return { "done" }

@@ -1,80 +1,93 @@
 -- DESIGN 5, for a batch of resolves on one bucket, each as if it ran alone, in order.
--- ARGV: T, now (unused: each query has its own), leaseMs, minLeaseLeftMs, balanceFactor,
---       nackThreshold, nackWindowMs, then one query per argument:
---       "now\nenv\nnamespace\nid\nhostname\ntakeover\ncaller\naffinity\nr1 * 2^26\nr2 * 2^26\nexcluded,..."
---       (hostname "" outside hostname-aware mode, takeover "" for wind_down, caller "" for none;
---       fields never contain "\n" or ",").
+-- ARGV: T, now (unused: each query has its own), leaseMs, minLeaseLeftMs, nackThreshold,
+--       nackWindowMs, then one query per argument:
+--       "now\nenv\nnamespace\nid\nhostname\ntakeover\nmode\nproposal\ngen\nseq"
+--       (hostname "" outside hostname-aware mode, takeover "" for wind_down; mode, proposal,
+--       gen and seq: see placeNew; fields never contain "\n").
 -- Answers one string per query: "placed\nworker\nadvertiseUrl\nepoch\n0|1", "unknown",
--- "cold\nretryAfterMs", "none"; in hostname-aware mode also "rebound\nenv", "held",
--- "takeover\nretryAfterMs" and "displaced\nretryAfterMs".
+-- "cold\nretryAfterMs", "none", "choose\n<view payload>", "stale\n<view payload>"; in
+-- hostname-aware mode also "rebound\nenv", "held", "takeover\nretryAfterMs" and
+-- "displaced\nretryAfterMs".
 local leaseMs = tonumber(ARGV[3])
 local minLeaseLeft = tonumber(ARGV[4])
-local balanceFactor = tonumber(ARGV[5])
-local nackThreshold = tonumber(ARGV[6])
-local nackWindowMs = tonumber(ARGV[7])
+local nackThreshold = tonumber(ARGV[5])
+local nackWindowMs = tonumber(ARGV[6])
 
--- Compares two sha1 hex digests without locale-dependent string ordering.
-local function hexGreater(a, b)
-  for i = 1, 40, 10 do
-    local x, y = tonumber(string.sub(a, i, i + 9), 16), tonumber(string.sub(b, i, i + 9), 16)
-    if x ~= y then return x > y end
-  end
-  return false
-end
+local SHORT, CHANGES = 256, 128
 
-local function choose(candidates, caller, affinity, r1, r2)
-  local n = #candidates
-  local sum = 0
-  for i = 1, n do sum = sum + candidates[i].headroom end
-  local mean = sum / n
-  local pick = nil
-  for i = 1, n do
-    if candidates[i].worker == caller then pick = candidates[i] end
-  end
-  if not pick then
-    local bestScore = nil
-    for i = 1, n do
-      local score = redis.sha1hex(affinity .. "\n" .. candidates[i].worker)
-      if not pick or hexGreater(score, bestScore) then pick, bestScore = candidates[i], score end
+-- What a membership view (src/registry/MembershipView.ts) at generation `gen` (the bucket's
+-- cold-start marker), having read the change log up to `since`, needs to rank at `now`:
+-- "gen\nseq\nstate\nshort count\nshort workers...\nrecord count\nrecords (9 lines each)".
+-- state "done": the records changed since `since`, and seq is the log's end; "more": too many
+-- changes, or "full": another generation or a trimmed log (no records; read the log or the
+-- membership page by page). Short workers: lease left below the minimum at now, so not
+-- candidates (-1 as the count: more than SHORT, read them page by page).
+local payloads = {}
+local function viewPayload(gen, since)
+  local memo = gen .. "|" .. since .. "|" .. nowText
+  if payloads[memo] then return payloads[memo] end
+  local bucketGen = redis.call("GET", T .. ":cold")
+  local seq = redis.call("GET", T .. ":seq") or "0"
+  local out = { bucketGen, seq }
+  local short = redis.call("ZRANGEBYSCORE", T .. ":wl", "-inf", "(" .. string.format("%d", now + minLeaseLeft), "LIMIT", 0, SHORT + 1)
+  local records = {}
+  local state = "done"
+  if gen ~= bucketGen or tonumber(since) < tonumber(redis.call("GET", T .. ":trim") or "0") then
+    state = "full"
+  else
+    local changed = redis.call("ZRANGEBYSCORE", T .. ":chg", "(" .. since, "+inf", "LIMIT", 0, CHANGES + 1)
+    if #changed > CHANGES then
+      state = "more"
+    else
+      records = changed
     end
   end
-  if pick.headroom >= mean / balanceFactor or n == 1 then return pick end
-  local i = math.floor(r1 * n)
-  local j = math.floor(r2 * (n - 1))
-  if j >= i then j = j + 1 end
-  local first, second = candidates[i + 1], candidates[j + 1]
-  if second.headroom > first.headroom then return second end
-  return first
+  out[3] = state
+  if #short > SHORT then
+    out[4] = "-1"
+  else
+    out[4] = tostring(#short)
+    for _, worker in ipairs(short) do out[#out + 1] = worker end
+  end
+  out[#out + 1] = tostring(#records)
+  for _, worker in ipairs(records) do
+    local w = redis.call("HMGET", T .. ":w:" .. worker, "mkeys", "headroom", "draining", "degraded", "nackStart", "nackCount", "ns")
+    if w[1] then
+      out[#out + 1] = worker .. "\n1\n" .. string.gsub(w[1], "\n", " ") .. "\n" .. w[2] .. "\n" .. w[3] .. "\n" .. w[4] .. "\n" .. w[5] .. "\n" .. w[6] .. "\n" .. w[7]
+    else
+      out[#out + 1] = worker .. "\n0\n\n\n\n\n\n\n"
+    end
+  end
+  payloads[memo] = table.concat(out, "\n")
+  return payloads[memo]
 end
 
--- DESIGN 5 steps 4 to 7: cold start, candidates, the choice, the new row. `hostname` ~= "": only
--- workers registered for that hostname are candidates (hostname-aware mode).
+-- DESIGN 5 steps 4 to 7: cold start, then the view's proposal checked (step 5's test applied to
+-- the proposed worker at now), the epoch minted and the row written. mode "a": no proposal yet,
+-- answer what the view needs; "p": a proposal ("" when the view has no candidate), refused
+-- ones answer "stale" with what the view missed; "f": the last proposal, refused ones answer "none".
 local function placeNew(env, namespace, id, mk, rk, pkey, rest)
   local coldUntil = tonumber(redis.call("GET", T .. ":cold")) + leaseMs
   if now < coldUntil then return "cold\n" .. string.format("%d", coldUntil - now) end
 
-  local hostname, _, caller, affinity, r1, r2, excludedList = string.match(rest, "^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$")
-  local excluded = {}
-  for worker in string.gmatch(excludedList, "[^,]+") do excluded[worker] = true end
-  local candidates = {}
-  -- ZRANGE of an all-zero-score set is in byte order of the worker ids.
-  for _, worker in ipairs(redis.call("ZRANGE", T .. ":m:" .. mk, 0, -1)) do
-    local w = redis.call("HMGET", T .. ":w:" .. worker, "lease", "draining", "degraded", "nackStart", "nackCount", "headroom", "ns")
+  local hostname, _, mode, proposal, gen, since = string.match(rest, "^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$")
+  if mode == "a" then return "choose\n" .. viewPayload(gen, since) end
+  if proposal ~= "" then
+    local w = redis.call("HMGET", T .. ":w:" .. proposal, "lease", "draining", "degraded", "nackStart", "nackCount", "ns", "inc", "url")
     if w[1] and tonumber(w[1]) - now >= minLeaseLeft and w[2] ~= "1" and w[3] ~= "1"
-        and not nackDegraded(w[4], w[5], nackThreshold, nackWindowMs) and not excluded[worker]
-        and (hostname == "" or servesHostname(w[7], env, namespace, hostname)) then
-      candidates[#candidates + 1] = { worker = worker, headroom = tonumber(w[6]) }
+        and not nackDegraded(w[4], w[5], nackThreshold, nackWindowMs)
+        and redis.call("ZSCORE", T .. ":m:" .. mk, proposal)
+        and (hostname == "" or servesHostname(w[6], env, namespace, hostname)) then
+      local epoch = nextEpoch(nowText)
+      redis.call("HSET", pkey, "env", env, "ns", namespace, "id", id, "worker", proposal, "inc", w[7],
+        "epoch", epoch, "placedAt", nowText, "host", hostname, "tag", "", "wd", "0")
+      redis.call("SADD", T .. ":r:" .. proposal, rk)
+      return "placed\n" .. proposal .. "\n" .. w[8] .. "\n" .. epoch .. "\n1"
     end
   end
-  if #candidates == 0 then return "none" end
-  local chosen = choose(candidates, caller, affinity, tonumber(r1) / 67108864, tonumber(r2) / 67108864)
-
-  local epoch = nextEpoch(nowText)
-  local owner = redis.call("HMGET", T .. ":w:" .. chosen.worker, "inc", "url")
-  redis.call("HSET", pkey, "env", env, "ns", namespace, "id", id, "worker", chosen.worker, "inc", owner[1],
-    "epoch", epoch, "placedAt", nowText, "host", hostname, "tag", "", "wd", "0")
-  redis.call("SADD", T .. ":r:" .. chosen.worker, rk)
-  return "placed\n" .. chosen.worker .. "\n" .. owner[2] .. "\n" .. epoch .. "\n1"
+  if mode == "f" then return "none" end
+  if proposal == "" and gen == redis.call("GET", T .. ":cold") and since == (redis.call("GET", T .. ":seq") or "0") then return "none" end
+  return "stale\n" .. viewPayload(gen, since)
 end
 
 -- Hostname-aware mode (DESIGN 5 steps 1 to 3, src/registry/Hostnames.ts): the pair's binding
@@ -100,6 +113,7 @@ local function resolveForHostname(env, namespace, id, mk, rk, pkey, rest)
         deadline = now + leaseMs
         redis.call("HSET", pkey, "wd", string.format("%d", deadline))
         redis.call("ZADD", T .. ":wd", deadline, rk)
+        redis.call("ZADD", T .. ":wdw:" .. row[1], deadline, rk)
       end
       return "takeover\n" .. string.format("%d", deadline - now)
     end
@@ -134,5 +148,5 @@ local function resolveOne(query)
 end
 
 local answers = {}
-for i = 8, #ARGV do answers[#answers + 1] = resolveOne(ARGV[i]) end
+for i = 7, #ARGV do answers[#answers + 1] = resolveOne(ARGV[i]) end
 return answers

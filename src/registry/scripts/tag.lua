@@ -1,7 +1,7 @@
 -- ARGV: T, now, env, namespace, id, epoch, tag. Compare-and-set: {"done"} or {"conflict", current?}.
 touch()
-local pkey = T .. ":p:" .. ARGV[3] .. "|" .. ARGV[4] .. "|" .. ARGV[5]
-local current = redis.call("HGET", pkey, "epoch")
-if not current or current ~= ARGV[6] then return { "conflict", current } end
-redis.call("HSET", pkey, "tag", ARGV[7])
+local rk = ARGV[3] .. "|" .. ARGV[4] .. "|" .. ARGV[5]
+local row = currentRow(rk, "epoch")
+if not row or row[3] ~= ARGV[6] then return { "conflict", row and row[3] } end
+redis.call("HSET", T .. ":p:" .. rk, "tag", ARGV[7])
 return { "done" }

@@ -1,0 +1,70 @@
+// Coalesces the membership writes of many workers (register, heartbeat, deregister, nack) into
+// one script call per bucket (fleet.lua): writes that arrive while a call is on its way wait
+// for it and then leave together, so under load a heartbeat costs a share of a call instead of
+// a call per bucket. Each write still runs on its own, in arrival order, atomically per bucket.
+import { Effect } from "effect"
+import type { FanOut } from "./Backend.js"
+
+/** One bucket's call: the entries of every write for it, in order. */
+export interface BucketCall {
+  readonly bucket: number
+  readonly args: ReadonlyArray<string>
+}
+
+/** A bucket's answer: one reply per entry, or why the bucket was not reached. */
+export type BucketAnswer = { readonly bucket: number; readonly ok: true; readonly value: ReadonlyArray<unknown> } | { readonly bucket: number; readonly ok: false; readonly value: unknown }
+
+/** Writes per flush: bounds one script call's work. */
+const MAX_WRITES = 128
+
+interface Write {
+  readonly buckets: ReadonlyArray<number>
+  readonly args: ReadonlyArray<string>
+  readonly resume: (out: Effect.Effect<FanOut<unknown>>) => void
+}
+
+export const makeCoalescer = (
+  send: (calls: ReadonlyArray<BucketCall>) => Promise<ReadonlyArray<BucketAnswer>>
+): (<A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) => Effect.Effect<FanOut<A>>) => {
+  let queue: Array<Write> = []
+  let inFlight = false
+
+  const flush = (): void => {
+    const batch = queue.slice(0, MAX_WRITES)
+    queue = queue.slice(MAX_WRITES)
+    inFlight = true
+    const perBucket = new Map<number, Array<Write>>()
+    for (const write of batch) {
+      for (const bucket of write.buckets) {
+        const writes = perBucket.get(bucket)
+        if (writes === undefined) perBucket.set(bucket, [write])
+        else writes.push(write)
+      }
+    }
+    const calls = [...perBucket].map(([bucket, writes]) => ({ bucket, args: writes.flatMap((w) => w.args) }))
+    send(calls).then((answers) => {
+      const outs = new Map<Write, { reached: Array<readonly [number, unknown]>; unreached: Array<number>; cause?: unknown }>(
+        batch.map((write) => [write, { reached: [], unreached: [] }])
+      )
+      for (const answer of answers) {
+        perBucket.get(answer.bucket)!.forEach((write, i) => {
+          const out = outs.get(write)!
+          if (answer.ok) out.reached.push([answer.bucket, answer.value[i]])
+          else {
+            out.unreached.push(answer.bucket)
+            out.cause ??= answer.value
+          }
+        })
+      }
+      inFlight = false
+      if (queue.length > 0) flush()
+      for (const [write, out] of outs) write.resume(Effect.succeed(out))
+    })
+  }
+
+  return <A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) =>
+    Effect.async<FanOut<A>>((resume) => {
+      queue.push({ buckets, args, resume: resume as Write["resume"] })
+      if (!inFlight && queue.length === 1) process.nextTick(flush)
+    })
+}
