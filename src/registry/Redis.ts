@@ -54,9 +54,16 @@ const observed = <A>(observe: ObserveCall | undefined, script: string, run: () =
 
 export const makeRedisBackend = (
   client: RedisClient,
-  options: { readonly prefix: string; readonly buckets: number; readonly policy: RegistryPolicy; readonly observe?: ObserveCall }
+  options: {
+    readonly prefix: string
+    readonly buckets: number
+    readonly policy: RegistryPolicy
+    readonly observe?: ObserveCall
+    /** Test seam: how the membership views are made (a test may hold one stale). */
+    readonly makeViews?: typeof makeRedisViews
+  }
 ): RegistryBackend => {
-  const { prefix, buckets, policy, observe } = options
+  const { prefix, buckets, policy, observe, makeViews = makeRedisViews } = options
   const tags = Array.from({ length: buckets }, (_, b) => `{${prefix}:${b}}`)
   const commands = client as unknown as Record<string, (...args: Array<string>) => Promise<unknown>>
 
@@ -92,7 +99,7 @@ export const makeRedisBackend = (
   const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<string>> =>
     invoke<ReadonlyArray<string>>("resolve", resolveHeads[bucket]!.concat(queries))
   const resolveBatched = makeBatcher(buckets, sendResolves, (cause) => new RegistryUnavailable({ cause }))
-  const views = makeRedisViews(buckets, (bucket, now, args) => call<ReadonlyArray<string>>("view", bucket, now, args), minLeaseLeft)
+  const views = makeViews(buckets, (bucket, now, args) => call<ReadonlyArray<string>>("view", bucket, now, args), minLeaseLeft)
   const absorb = (bucket: number, now: number, reply: ReadonlyArray<string>) =>
     Effect.tryPromise({ try: () => views.absorb(bucket, now, reply.slice(1)), catch: (cause) => new RegistryUnavailable({ cause }) })
 
