@@ -42,7 +42,9 @@ export const makeCoalescer = (
       }
     }
     const calls = [...perBucket].map(([bucket, writes]) => ({ bucket, args: writes.flatMap((w) => w.args) }))
-    send(calls).then((answers) => {
+    // A send that fails as a whole (it should not) fails every bucket of the batch, never the coalescer.
+    const sent = send(calls).catch((cause: unknown): ReadonlyArray<BucketAnswer> => calls.map((c) => ({ bucket: c.bucket, ok: false, value: cause })))
+    void sent.then((answers) => {
       const outs = new Map<Write, { reached: Array<readonly [number, unknown]>; unreached: Array<number>; cause?: unknown }>(
         batch.map((write) => [write, { reached: [], unreached: [] }])
       )

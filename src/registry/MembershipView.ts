@@ -5,7 +5,7 @@
 import type { NamespaceRegistration, RegistryPolicy, ResolveQuery } from "./Domain.js"
 import { memberKey, nackDegraded } from "./Domain.js"
 import { servesHostname } from "./Hostnames.js"
-import { choosePlacement, type Candidate } from "./Placement.js"
+import { choosePlacement, rendezvousPick, rendezvousScore, type Candidate } from "./Placement.js"
 
 /** What a view keeps of a worker record: everything a candidate test needs but the lease. */
 export interface ViewRecord {
@@ -104,6 +104,58 @@ export const candidatesOf = (
   return candidates
 }
 
+/** Workers kept per affinity value in a ranking, and affinity values kept per members list. */
+const RANKED = 8
+const AFFINITIES = 4096
+
+/**
+ * Per members list (a new list after any membership change), the first RANKED of its workers in
+ * rendezvous order for each recent affinity value: the best candidate is then the first of them
+ * that is a candidate, without hashing every worker again. The lists hold the same workers as the
+ * candidates' superset, so the answer is rendezvousPick's.
+ */
+const rankings = new WeakMap<ReadonlyArray<string>, Map<string, ReadonlyArray<string>>>()
+
+const rankingOf = (members: ReadonlyArray<string>, affinity: string): ReadonlyArray<string> => {
+  let byAffinity = rankings.get(members)
+  if (byAffinity === undefined) {
+    byAffinity = new Map()
+    rankings.set(members, byAffinity)
+  }
+  const known = byAffinity.get(affinity)
+  if (known !== undefined) {
+    byAffinity.delete(affinity)
+    byAffinity.set(affinity, known)
+    return known
+  }
+  // Greatest score first; members come in id order, so on a tie the first in id order stays ahead, as in rendezvousPick.
+  const top: Array<{ readonly worker: string; readonly score: string }> = []
+  for (const worker of members) {
+    const score = rendezvousScore(affinity, worker)
+    if (top.length === RANKED && score <= top[RANKED - 1]!.score) continue
+    let at = top.length
+    while (at > 0 && score > top[at - 1]!.score) at--
+    top.splice(at, 0, { worker, score })
+    if (top.length > RANKED) top.pop()
+  }
+  const ranking = top.map((entry) => entry.worker)
+  if (byAffinity.size >= AFFINITIES) byAffinity.delete(byAffinity.keys().next().value!)
+  byAffinity.set(affinity, ranking)
+  return ranking
+}
+
+/** The candidate of that worker, found by bisection: candidates come in worker id order. */
+const inIdOrder = (candidates: ReadonlyArray<Candidate>, worker: string): Candidate | undefined => {
+  let low = 0
+  let high = candidates.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (candidates[middle]!.worker < worker) low = middle + 1
+    else high = middle
+  }
+  return candidates[low]?.worker === worker ? candidates[low] : undefined
+}
+
 /** Step 6 over the view: the worker to propose, or "" when the view has no candidate. */
 export const propose = (
   view: BucketView,
@@ -111,12 +163,26 @@ export const propose = (
   now: number,
   short: ReadonlySet<string>,
   policy: RegistryPolicy
-): string =>
-  choosePlacement({
-    candidates: candidatesOf(view, query, now, short, policy),
-    caller: query.caller,
-    affinity: query.affinity,
-    balanceFactor: policy.balanceFactor,
-    r1: query.r1,
-    r2: query.r2
-  }) ?? ""
+): string => {
+  const members = membersOf(view, memberKey(query.env, query.namespace))
+  const rendezvous = (candidates: ReadonlyArray<Candidate>, affinity: string): Candidate => {
+    for (const worker of rankingOf(members, affinity)) {
+      const candidate = inIdOrder(candidates, worker)
+      if (candidate !== undefined) return candidate
+    }
+    return rendezvousPick(candidates, affinity)
+  }
+  return (
+    choosePlacement(
+      {
+        candidates: candidatesOf(view, query, now, short, policy),
+        caller: query.caller,
+        affinity: query.affinity,
+        balanceFactor: policy.balanceFactor,
+        r1: query.r1,
+        r2: query.r2
+      },
+      rendezvous
+    ) ?? ""
+  )
+}

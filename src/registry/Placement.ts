@@ -35,15 +35,14 @@ export interface PlacementChoice {
   readonly r2: number
 }
 
-const preferred = (choice: PlacementChoice): Candidate => {
-  const byCaller = choice.candidates.find((c) => c.worker === choice.caller)
-  if (byCaller !== undefined) return byCaller
-  let best = choice.candidates[0]!
-  let bestScore = rendezvousScore(choice.affinity, best.worker)
-  for (const candidate of choice.candidates.slice(1)) {
-    const score = rendezvousScore(choice.affinity, candidate.worker)
+/** The candidate with the greatest rendezvous score on the affinity value (the first in id order on a tie). */
+export const rendezvousPick = (candidates: ReadonlyArray<Candidate>, affinity: string): Candidate => {
+  let best = candidates[0]!
+  let bestScore = rendezvousScore(affinity, best.worker)
+  for (let i = 1; i < candidates.length; i++) {
+    const score = rendezvousScore(affinity, candidates[i]!.worker)
     if (score > bestScore) {
-      best = candidate
+      best = candidates[i]!
       bestScore = score
     }
   }
@@ -61,12 +60,18 @@ const twoRandom = (choice: PlacementChoice): Candidate => {
   return second.headroom > first.headroom ? second : first
 }
 
-/** The worker a new placement goes to; undefined when there are no candidates. */
-export const choosePlacement = (choice: PlacementChoice): string | undefined => {
+/**
+ * The worker a new placement goes to; undefined when there are no candidates. `rendezvous` may
+ * stand in for rendezvousPick when it answers the same (a membership view's cached ranking).
+ */
+export const choosePlacement = (
+  choice: PlacementChoice,
+  rendezvous: (candidates: ReadonlyArray<Candidate>, affinity: string) => Candidate = rendezvousPick
+): string | undefined => {
   if (choice.candidates.length === 0) return undefined
   let sum = 0
   for (const candidate of choice.candidates) sum += candidate.headroom
   const mean = sum / choice.candidates.length
-  const pick = preferred(choice)
+  const pick = choice.candidates.find((c) => c.worker === choice.caller) ?? rendezvous(choice.candidates, choice.affinity)
   return pick.headroom >= mean / choice.balanceFactor ? pick.worker : twoRandom(choice).worker
 }

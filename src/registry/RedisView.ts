@@ -18,7 +18,8 @@ const recordAt = (lines: ReadonlyArray<string>, at: number): RecordUpdate => {
   if (lines[at + 1] !== "1") return { worker, record: undefined }
   const record: ViewRecord = {
     worker,
-    memberKeys: lines[at + 2] === "" ? [] : lines[at + 2]!.split(" "),
+    // One key per registration: a namespace registered for two hostnames is named twice.
+    memberKeys: lines[at + 2] === "" ? [] : [...new Set(lines[at + 2]!.split(" "))],
     headroom: Number(lines[at + 3]),
     draining: lines[at + 4] === "1",
     degraded: lines[at + 5] === "1",
