@@ -6,10 +6,10 @@ import { describe, expect, it } from "vitest"
 import type { Takeover } from "../../src/Config.js"
 import type { RegistryBackend } from "../../src/registry/Backend.js"
 import { bucketOf } from "../../src/contract/Bucket.js"
-import { memberKey, rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
+import { rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
-import { bindingKey, servesHostname } from "../../src/registry/Hostnames.js"
-import { byWorkerId, choosePlacement, isPlaceable } from "../../src/registry/Placement.js"
+import { bindingKey } from "../../src/registry/Hostnames.js"
+import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
 import { redisBackend, useRedis, useRedisCluster, wipeBucket } from "../support/RedisBackend.js"
 
 const BUCKETS = 3
@@ -186,18 +186,12 @@ const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve"
   const row = state.rows.get(rowKey(keyOf(cmd)))
   const owner = row && state.workers.get(row.worker)
   const live = row !== undefined && owner !== undefined && owner.incarnation === row.incarnation && owner.leaseExpiresAt > now && (row.windDownAt === 0 || row.windDownAt > now)
-  const candidates = [...(state.members.get(memberKey(env, cmd.namespace)) ?? [])]
-    .map((w) => state.workers.get(w)!)
-    // No placement on another hostname's worker.
-    .filter((record) => hostname === "" || servesHostname(record.namespaces, env, cmd.namespace, hostname))
-    .filter((record) => isPlaceable(record, now, policy, cmd.excluded))
-    .map((record) => ({ worker: record.worker, headroom: record.headroom }))
-    .sort(byWorkerId)
+  const candidates = modelCandidates(state, { env, namespace: cmd.namespace, hostname, excluded: cmd.excluded }, now, policy)
   return {
     coldSince: state.coldSince,
     liveOwner: live ? { worker: row.worker, epoch: row.epoch } : undefined,
     displacedUntil: hostname === "" ? 0 : state.bindings.get(bindingKey(hostname, cmd.namespace))?.displacedUntil ?? 0,
-    expected: choosePlacement({ candidates, caller: cmd.caller, affinity: cmd.affinity, balanceFactor: policy.balanceFactor, r1: cmd.r1, r2: cmd.r2 })
+    expected: modelChoice(candidates, cmd, policy)
   }
 }
 
