@@ -5,11 +5,12 @@ import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
 import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../Errors.js"
 import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../registry/Domain.js"
-import { Registry } from "../registry/Registry.js"
+import { Registry, type RegistryService } from "../registry/Registry.js"
 import { readJson, REGISTRY_BODY_LIMIT } from "./Body.js"
 import { isReadMethod } from "./Reply.js"
 import { tokenMatches } from "./DeploymentToken.js"
 import {
+  Cursor,
   decodeBody,
   decodeParam,
   Env,
@@ -18,6 +19,7 @@ import {
   Incarnation,
   InstanceId,
   Namespace,
+  PageLimit,
   RegisterBody,
   ReleaseBody,
   TagBody,
@@ -58,6 +60,50 @@ const workerJson = (config: PinboardConfig) => (view: WorkerView) => ({
   nacks: view.nacks
 })
 
+/** An answer of `GET /registry/workers` stays within this many bytes of JSON. */
+const WORKERS_ANSWER_BYTES = 1024 * 1024
+/** Workers read from the registry per call while an answer is put together. */
+const WORKERS_READ = 256
+/** `{"workers":[],"next":""}` around the records, with room for the longest cursor (a 128-character id). */
+const ANSWER_FRAME_BYTES = '{"workers":[],"next":""}'.length + 128
+
+/**
+ * One page of `GET /registry/workers`: the workers after the cursor in worker id order, at most
+ * `limit` of them and at most WORKERS_ANSWER_BYTES of JSON in all (cut after the last whole record
+ * that fits; always at least one, and a record is at most a 64 KiB register body's worth), with
+ * `next` when more follow.
+ *
+ * The cursor is the id of the last worker answered, as is. Worker ids are made of characters
+ * that are unreserved in URLs ([A-Za-z0-9._~-]), so it goes into a query without escaping; being
+ * a position in id order rather than an offset or a server-side handle, it needs no state, and
+ * it stays good whatever joins or leaves the fleet between two reads (the worker it names
+ * included). Encoding it (base64url) would hide it without protecting anything: the deployment
+ * token already guards the API. Clients are told it is opaque, so another form can come later,
+ * told apart by a character that no worker id has.
+ */
+const workersPage = (registry: RegistryService, config: PinboardConfig, cursor: string, limit: number) =>
+  Effect.gen(function* () {
+    const workers: Array<ReturnType<ReturnType<typeof workerJson>>> = []
+    let bytes = ANSWER_FRAME_BYTES
+    let after = cursor
+    for (;;) {
+      // One more than still wanted, so that `next` is given only when a worker follows.
+      const ask = Math.min(WORKERS_READ, limit - workers.length + 1)
+      const page = yield* registry.workersPage(after, ask)
+      for (const view of page) {
+        const json = workerJson(config)(view)
+        const size = Buffer.byteLength(JSON.stringify(json), "utf8") + (workers.length === 0 ? 0 : 1)
+        if (workers.length === limit || (workers.length > 0 && bytes + size > WORKERS_ANSWER_BYTES)) {
+          return { workers, next: workers.at(-1)!.worker }
+        }
+        workers.push(json)
+        bytes += size
+      }
+      if (page.length < ask) return { workers }
+      after = page.at(-1)!.worker
+    }
+  })
+
 const placementJson = (view: PlacementView) => ({
   namespace: view.namespace,
   id: view.id,
@@ -91,7 +137,11 @@ export const handleRegistry = (req: IncomingMessage) =>
     switch (path[0]) {
       case "workers": {
         if (path.length === 1) {
-          if (isReadMethod(method)) return ok({ workers: (yield* registry.workers).map(workerJson(config)) })
+          if (isReadMethod(method)) {
+            const limit = query.has("limit") ? Number(yield* decodeParam(PageLimit, "limit", query.get("limit"))) : Infinity
+            const cursor = query.has("cursor") ? yield* decodeParam(Cursor, "cursor", query.get("cursor")) : ""
+            return ok(yield* workersPage(registry, config, cursor, limit))
+          }
           yield* only("POST")
           const input = config.hostnameAware ? yield* body(req, HostnameRegisterBody) : yield* body(req, RegisterBody)
           return ok(

@@ -18,6 +18,14 @@ export const InstanceId = Schema.String.pipe(Schema.filter(isValidId)).annotatio
 export const Env = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{0,128}$/)).annotations(
   expected("0-128 characters of [A-Za-z0-9._~-]")
 )
+/** `GET /registry/workers?limit=`: a decimal integer from 1 to 1000, no sign or leading zero. */
+export const PageLimit = Schema.String.pipe(Schema.pattern(/^(?:[1-9][0-9]{0,2}|1000)$/)).annotations(
+  expected("an integer from 1 to 1000")
+)
+/** `GET /registry/workers?cursor=`: a worker id (see RegistryApi.ts), checked as one. */
+export const Cursor = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{1,128}$/)).annotations(
+  expected('a cursor as answered in "next"')
+)
 export const Epoch = Schema.String.pipe(Schema.pattern(/^(0|[1-9][0-9]{0,39})$/)).annotations(
   expected("an epoch: a decimal string")
 )

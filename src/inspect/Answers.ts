@@ -22,7 +22,11 @@ export const ListedWorker = Schema.Struct({
 })
 export type ListedWorker = typeof ListedWorker.Type
 
-export const WorkersAnswer = Schema.Struct({ workers: Schema.Array(ListedWorker) })
+/** One page; `next`, when present, is the cursor of the page that follows. */
+export const WorkersAnswer = Schema.Struct({
+  workers: Schema.Array(ListedWorker),
+  next: Schema.optionalWith(Schema.String, { exact: true })
+})
 
 export const PlacementAnswer = Schema.Struct({
   namespace: Schema.String,

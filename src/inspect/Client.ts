@@ -1,9 +1,10 @@
 // The registry API as `pinboard inspect` reads it (DESIGN 4): two GETs with the deployment
-// token. Every failure is typed, so that the command can print it and exit 1.
+// token, the workers' one page by page. Every failure is typed, so that the command can print
+// it and exit 1.
 import http from "node:http"
 import https from "node:https"
 import { Data, Duration, Effect, Either, Redacted, Schema } from "effect"
-import { PlacementAnswer, WorkersAnswer } from "./Answers.js"
+import { type ListedWorker, PlacementAnswer, WorkersAnswer } from "./Answers.js"
 
 /** No answer (refused, reset, DNS, timeout). */
 export class PinboardUnreachable extends Data.TaggedError("PinboardUnreachable")<{
@@ -83,11 +84,26 @@ const get = (target: RegistryTarget, path: string): Effect.Effect<RawAnswer, Pin
 const decode = <A, I>(schema: Schema.Schema<A, I>, url: string, body: string): Effect.Effect<A, UnexpectedAnswer> =>
   Schema.decodeUnknown(Schema.parseJson(schema))(body).pipe(Effect.mapError(() => new UnexpectedAnswer({ url, body })))
 
+/**
+ * Every worker: `GET /registry/workers`, then again with `cursor` = the answer's `next` until an
+ * answer has none (Pinboard cuts an answer at 1 MiB). A `next` equal to the cursor sent would
+ * never end, so it is reported as unexpected.
+ */
 export const listWorkers = Effect.fn("Inspect.listWorkers")(function*(target: RegistryTarget) {
-  const path = "/registry/workers"
-  const answer = yield* get(target, path)
-  if (answer.status !== 200) return yield* new PinboardAnswered({ url: `${target.pinboard}${path}`, ...answer })
-  return (yield* decode(WorkersAnswer, `${target.pinboard}${path}`, answer.body)).workers
+  const workers: Array<ListedWorker> = []
+  let cursor: string | undefined
+  for (;;) {
+    // The cursor is opaque: escaped, though Pinboard's need no escaping today.
+    const path = cursor === undefined ? "/registry/workers" : `/registry/workers?cursor=${encodeURIComponent(cursor)}`
+    const url = `${target.pinboard}${path}`
+    const answer = yield* get(target, path)
+    if (answer.status !== 200) return yield* new PinboardAnswered({ url, ...answer })
+    const page = yield* decode(WorkersAnswer, url, answer.body)
+    workers.push(...page.workers)
+    if (page.next === undefined) return workers
+    if (page.next === cursor) return yield* new UnexpectedAnswer({ url, body: answer.body })
+    cursor = page.next
+  }
 })
 
 const NotPlaced = Schema.parseJson(Schema.Struct({ error: Schema.Literal("not placed") }))

@@ -206,3 +206,58 @@ describe("pinboard inspect", () => {
     expect(help.stdout).toMatch(/^Usage:\n {2}pinboard inspect workers \[--pinboard URL\] \[--json\]\n/)
   })
 })
+
+describe("pinboard inspect on a fleet whose list passes 1 MiB", () => {
+  const fleet = new Fleet()
+  let pinboard: Pinboard
+  let env: Record<string, string>
+  const run = (...args: ReadonlyArray<string>) => runInspect(args, env)
+  // 20 records of about 60 KB (an advertiseUrl near the 64 KiB body limit): about 1.15 MiB, so
+  // Pinboard answers `GET /registry/workers` in two pages. "~solo" sorts after them all (`~`
+  // is the last character of a worker id): only the second page has it.
+  const BIG = Array.from({ length: 20 }, (_, i) => `big-${String(i).padStart(2, "0")}`)
+  const BIG_URL = `http://127.0.0.1:9/${"p".repeat(60_000)}`
+  const SOLO = "~solo"
+  const LONG_LEASE_MS = 120_000
+
+  beforeAll(async () => {
+    pinboard = await fleet.pinboard({ leaseMs: LONG_LEASE_MS })
+    const registrations = [
+      ...BIG.map((worker) => ({ worker, advertiseUrl: BIG_URL, namespaces: ["/pair"], headroom: 10 })),
+      { worker: SOLO, advertiseUrl: "http://127.0.0.1:9/", namespaces: ["/solo"], headroom: 10 }
+    ]
+    for (const answer of await Promise.all(registrations.map((body) => registryCall(pinboard, "POST", "/registry/workers", body)))) {
+      expect(answer.status, answer.text).toBe(200)
+    }
+    env = {
+      PINBOARD_TOKEN: TOKEN,
+      PINBOARD_PORT: String(pinboard.port),
+      PINBOARD_HOST: "127.0.0.1",
+      PINBOARD_LEASE_MS: String(LONG_LEASE_MS),
+      PINBOARD_BUCKETS: String(BUCKETS)
+    }
+    // The premise: the first answer stops short of "~solo" and says where to go on.
+    const first = (await registryCall(pinboard, "GET", "/registry/workers")).json as { workers: Array<{ worker: string }>; next?: string }
+    expect(first.next).toBeDefined()
+    expect(first.workers.map((w) => w.worker)).not.toContain(SOLO)
+  }, 60_000)
+
+  afterAll(async () => {
+    await fleet.stop()
+  })
+
+  it("workers lists every page: the whole fleet, the worker only on the second page included", async () => {
+    const { code, stdout, stderr } = await run("workers", "--json")
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
+    const report = JSON.parse(stdout) as { workers: Array<{ worker: string }> }
+    expect(report.workers.map((w) => w.worker)).toEqual([...BIG, SOLO])
+  })
+
+  it("id counts the worker only on the second page among the candidates", async () => {
+    const { code, stdout, stderr } = await run("id", "solo", uid("s"))
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" })
+    const rows = new Map(stdout.split("\n").filter((line) => line.startsWith("  ")).map((line) => line.trim().split(/\s{2,}/)).map((c) => [c[0], c]))
+    expect(rows.get(SOLO)?.[3]).toBe("yes")
+    expect(field(stdout, "result")).toMatch(new RegExp(`^placed on ${SOLO.replace("~", "\\~")} at a new epoch`))
+  })
+})

@@ -440,6 +440,196 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
     })
   })
 
+  describe("pages of GET /registry/workers (limit, cursor, next, the 1 MiB bound)", () => {
+    interface Listed {
+      readonly worker: string
+      readonly advertiseUrl: string
+    }
+    interface Page {
+      readonly workers: ReadonlyArray<Listed>
+      readonly next?: string
+      /** The answer's size in bytes. */
+      readonly bytes: number
+    }
+    const MiB = 1024 * 1024
+    // Every character a worker id may have, so that the order checked is byte order, not case or locale order.
+    const ALPHABET = "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~"
+    const idsOf = (count: number, label: string) =>
+      Array.from({ length: count }, (_, i) => `${ALPHABET[(i * 7) % ALPHABET.length]}${label}${i}`)
+    const byteOrder = (ids: ReadonlyArray<string>) => [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+
+    /** Registers every id (in parallel, a batch at a time), with a lease long enough for the whole describe. */
+    const registerAll = async (pb: TestPinboard, ids: ReadonlyArray<string>, advertiseUrl: string) => {
+      for (let i = 0; i < ids.length; i += 50) {
+        const answers = await Promise.all(
+          ids.slice(i, i + 50).map((worker) => register(pb, { worker, advertiseUrl, namespaces: ["/threads"], headroom: 1 }))
+        )
+        for (const answer of answers) expect(answer.status, answer.text).toBe(200)
+      }
+    }
+
+    const page = async (pb: TestPinboard, query: string): Promise<Page> => {
+      const answer = await send(pb, `/registry/workers${query}`)
+      expect(answer.status, answer.text).toBe(200)
+      expect(answer.headers["content-type"]).toBe(JSON_TYPE)
+      const json = answer.json as Page
+      // Nothing but the documented fields; `next` only when present.
+      expect(Object.keys(json)).toEqual(json.next === undefined ? ["workers"] : ["workers", "next"])
+      return { ...json, bytes: answer.body.length }
+    }
+
+    /** Every page from `first` on, following `next`; `between` runs after each page but the last. */
+    const allPages = async (pb: TestPinboard, first: string, limit?: number, between?: (page: Page) => Promise<void>) => {
+      const pages: Array<Page> = []
+      let query = first
+      for (;;) {
+        const got = await page(pb, query)
+        pages.push(got)
+        if (got.next === undefined) return pages
+        expect(pages.length, "pages never end").toBeLessThan(100)
+        await between?.(got)
+        query = `?${limit === undefined ? "" : `limit=${limit}&`}cursor=${encodeURIComponent(got.next)}`
+      }
+    }
+    const idsIn = (pages: ReadonlyArray<Page>) => pages.flatMap((p) => p.workers.map((w) => w.worker))
+
+    describe("600 small workers", () => {
+      const IDS = idsOf(600, "-p")
+      let pb: TestPinboard
+      beforeAll(async () => {
+        pb = await start({ leaseMs: 120_000 })
+        await registerAll(pb, IDS, "http://127.0.0.1:9/")
+      }, 60_000)
+      afterAll(async () => {
+        await pb.stop()
+      })
+
+      it("without parameters: all 600 in byte order of worker id and no next (600 small records are far below 1 MiB)", async () => {
+        const whole = await page(pb, "")
+        expect(whole.next).toBeUndefined()
+        expect(whole.workers.map((w) => w.worker)).toEqual(byteOrder(IDS))
+        expect(whole.bytes).toBeLessThan(MiB)
+        // HEAD and an unknown parameter answer as GET does.
+        expect((await page(pb, "?surprise=1&limit_=x")).workers.map((w) => w.worker)).toEqual(byteOrder(IDS))
+        const head = await send(pb, "/registry/workers?limit=2", { method: "HEAD" })
+        expect({ status: head.status, text: head.text }).toEqual({ status: 200, text: "" })
+      })
+
+      it("limit=250: 250 with next, 250 with next, then 100 without; together the whole list, in order, once each", async () => {
+        const whole = await page(pb, "")
+        const pages = await allPages(pb, "?limit=250", 250)
+        expect(pages.map((p) => [p.workers.length, p.next === undefined])).toEqual([
+          [250, false],
+          [250, false],
+          [100, true]
+        ])
+        // Each worker's JSON exactly as in the whole list.
+        expect(pages.flatMap((p) => p.workers)).toEqual(whole.workers)
+        expect(new Set(idsIn(pages)).size).toBe(600)
+        // The cursor is opaque, but each page starts after it.
+        for (const [i, p] of pages.entries()) if (p.next !== undefined) expect(pages[i + 1]!.workers[0]!.worker > p.next).toBe(true)
+      })
+
+      it("limit=1 and limit=1000 are taken; a page of exactly the rest has no next; a cursor after the last worker answers no workers", async () => {
+        const ordered = byteOrder(IDS)
+        const one = await page(pb, "?limit=1")
+        expect(one.workers.map((w) => w.worker)).toEqual([ordered[0]])
+        expect(one.next).toBeDefined()
+        const rest = await page(pb, `?limit=1000&cursor=${encodeURIComponent(one.next!)}`)
+        expect(rest.workers.map((w) => w.worker)).toEqual(ordered.slice(1))
+        expect(rest.next).toBeUndefined()
+        const exactly = await allPages(pb, "?limit=300", 300)
+        expect(exactly.map((p) => p.workers.length)).toEqual([300, 300])
+        expect(await page(pb, "?cursor=~~~~")).toEqual({ workers: [], bytes: '{"workers":[]}'.length })
+      })
+
+      it("a worker registered between two reads, with an id after the cursor, shows up in a later page; one before it does not", async () => {
+        const late = ["~~late", `${byteOrder(IDS)[0]}0`]
+        const incarnations = new Map<string, string>()
+        try {
+          const pages = await allPages(pb, "?limit=250", 250, async (got) => {
+            if (incarnations.size > 0) return
+            expect(late[0]! > got.next!).toBe(true)
+            expect(late[1]! < got.next!).toBe(true)
+            for (const worker of late) {
+              const answer = await register(pb, { worker, advertiseUrl: "http://127.0.0.1:9/", namespaces: ["/threads"], headroom: 1 })
+              expect(answer.status, answer.text).toBe(200)
+              incarnations.set(worker, field<string>(answer, "incarnation"))
+            }
+          })
+          const ids = idsIn(pages)
+          expect(ids.slice(250)).toContain("~~late")
+          expect(ids).not.toContain(late[1])
+          expect(ids).toEqual(byteOrder([...IDS, "~~late"]))
+        } finally {
+          for (const [worker, incarnation] of incarnations) {
+            expect((await send(pb, `/registry/workers/${worker}?incarnation=${incarnation}`, { method: "DELETE" })).status).toBe(204)
+          }
+        }
+      })
+
+      it.each([
+        ["limit=0", "limit: expected an integer from 1 to 1000"],
+        ["limit=1001", "limit: expected an integer from 1 to 1000"],
+        ["limit=x", "limit: expected an integer from 1 to 1000"],
+        ["limit=1.5", "limit: expected an integer from 1 to 1000"],
+        ["limit=", "limit: expected an integer from 1 to 1000"],
+        ["limit=-1", "limit: expected an integer from 1 to 1000"],
+        ["limit=01", "limit: expected an integer from 1 to 1000"],
+        ["limit=%201", "limit: expected an integer from 1 to 1000"],
+        ["cursor=a%20b", 'cursor: expected a cursor as answered in "next"'],
+        ["cursor=", 'cursor: expected a cursor as answered in "next"'],
+        [`cursor=${"a".repeat(129)}`, 'cursor: expected a cursor as answered in "next"'],
+        ["cursor=%zz", 'cursor: expected a cursor as answered in "next"'],
+        ["limit=10&cursor=a/b", 'cursor: expected a cursor as answered in "next"']
+      ])("?%s answers 400 naming the parameter", async (query, error) => {
+        expectJson(await send(pb, `/registry/workers?${query}`), 400, { error })
+      })
+    })
+
+    describe("more than 1 MiB of workers", () => {
+      // 420 records of about 3.1 KB, about 1.25 MiB in all: 1 MiB is passed in the second read of
+      // 256 from the registry (256 records are about 0.77 MiB), so the cut falls inside a later read.
+      // Fewer, larger records than a real fleet's, as each registration costs a few milliseconds.
+      const IDS = idsOf(420, "-big")
+      const BIG_URL = `http://127.0.0.1:9/${"p".repeat(3000)}`
+      let pb: TestPinboard
+      beforeAll(async () => {
+        pb = await start({ leaseMs: 120_000 })
+        await registerAll(pb, IDS, BIG_URL)
+      }, 60_000)
+      afterAll(async () => {
+        await pb.stop()
+      })
+
+      it("without limit: the first answer stops at the last whole worker under 1 MiB and gives next; following it gives the rest", async () => {
+        const pages = await allPages(pb, "")
+        expect(pages.length).toBeGreaterThan(1)
+        const [first, second] = pages as [Page, Page]
+        expect(first.next).toBeDefined()
+        expect(first.workers.length).toBeGreaterThan(256)
+        // The bound is strict: an answer never passes 1 MiB. And it is cut at the last record that
+        // fits: the next record (plus its comma and the room kept for the longest cursor, 128
+        // bytes) would not have.
+        expect(first.bytes).toBeLessThanOrEqual(MiB)
+        const nextRecord = Buffer.byteLength(JSON.stringify(second.workers[0]))
+        expect(first.bytes + 1 + nextRecord + 128).toBeGreaterThan(MiB)
+        for (const p of pages) expect(p.bytes).toBeLessThanOrEqual(MiB)
+        expect(idsIn(pages)).toEqual(byteOrder(IDS))
+        expect(pages.at(-1)!.next).toBeUndefined()
+      })
+
+      it("with limit=1000 the 1 MiB bound still holds: fewer than 1000 and next", async () => {
+        const first = await page(pb, "?limit=1000")
+        expect(first.workers.length).toBeLessThan(420)
+        expect(first.next).toBeDefined()
+        expect(first.bytes).toBeLessThanOrEqual(MiB)
+        const pages = await allPages(pb, "?limit=1000", 1000)
+        expect(idsIn(pages)).toEqual(byteOrder(IDS))
+      })
+    })
+  })
+
   describe("bad input: the documented 4xx, never a 500, and the registry unchanged", () => {
     const WORKER = "w-main"
     const ID = "live-1"
