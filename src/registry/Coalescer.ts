@@ -1,7 +1,8 @@
 // Coalesces the membership writes of many workers (register, heartbeat, deregister, nack) into
 // one script call per bucket (fleet.lua): writes that arrive while a call is on its way wait
-// for it and then leave together, so under load a heartbeat costs a share of a call instead of
-// a call per bucket. Each write still runs on its own, in arrival order, atomically per bucket.
+// for it (at most MAX_WAIT_MS: a shard that does not answer must not hold up the next writes)
+// and then leave together, so under load a heartbeat costs a share of a call instead of a call
+// per bucket. Each write still runs on its own, in arrival order, atomically per bucket.
 import { Effect } from "effect"
 import type { FanOut } from "./Backend.js"
 
@@ -16,6 +17,8 @@ export type BucketAnswer = { readonly bucket: number; readonly ok: true; readonl
 
 /** Writes per flush: bounds one script call's work. */
 const MAX_WRITES = 128
+/** The longest a write waits for the call before it to be answered. */
+const MAX_WAIT_MS = 10
 
 interface Write {
   readonly buckets: ReadonlyArray<number>
@@ -27,12 +30,18 @@ export const makeCoalescer = (
   send: (calls: ReadonlyArray<BucketCall>) => Promise<ReadonlyArray<BucketAnswer>>
 ): (<A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) => Effect.Effect<FanOut<A>>) => {
   let queue: Array<Write> = []
-  let inFlight = false
+  let inFlight = 0
+  /** The flush waiting for the calls in flight, or their MAX_WAIT_MS. */
+  let waiting: ReturnType<typeof setTimeout> | undefined
 
   const flush = (): void => {
+    clearTimeout(waiting)
+    waiting = undefined
+    if (queue.length === 0) return
     const batch = queue.slice(0, MAX_WRITES)
     queue = queue.slice(MAX_WRITES)
-    inFlight = true
+    if (queue.length > 0) waiting = setTimeout(flush, MAX_WAIT_MS)
+    inFlight++
     const perBucket = new Map<number, Array<Write>>()
     for (const write of batch) {
       for (const bucket of write.buckets) {
@@ -58,8 +67,8 @@ export const makeCoalescer = (
           }
         })
       }
-      inFlight = false
-      if (queue.length > 0) flush()
+      inFlight--
+      if (queue.length > 0 && (inFlight === 0 || queue.length >= MAX_WRITES)) flush()
       for (const [write, out] of outs) write.resume(Effect.succeed(out))
     })
   }
@@ -67,6 +76,8 @@ export const makeCoalescer = (
   return <A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) =>
     Effect.async<FanOut<A>>((resume) => {
       queue.push({ buckets, args, resume: resume as Write["resume"] })
-      if (!inFlight && queue.length === 1) process.nextTick(flush)
+      if (queue.length > 1) return
+      if (inFlight === 0) process.nextTick(flush)
+      else waiting = setTimeout(flush, MAX_WAIT_MS)
     })
 }

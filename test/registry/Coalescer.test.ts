@@ -46,6 +46,19 @@ describe("coalesced membership writes", () => {
     expect(await third).toEqual({ reached: [[1, "1:c"]], unreached: [] })
   })
 
+  it("does not hold writes back for longer than 10 ms behind a call that is not answered (a dead shard)", async () => {
+    const wire = controlledSend()
+    const write = makeCoalescer(wire.send)
+    void Effect.runPromise(write<string>([0, 1], ["a"]))
+    await tick()
+    const second = Effect.runPromise(write<string>([0], ["b"]))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(wire.sent).toHaveLength(2)
+    wire.answerAll()
+    wire.answerAll()
+    expect(await second).toEqual({ reached: [[0, "0:b"]], unreached: [] })
+  })
+
   it("reports a bucket that was not reached to every write that named it, with the cause", async () => {
     const wire = controlledSend()
     const write = makeCoalescer(wire.send)
