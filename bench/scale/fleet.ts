@@ -175,10 +175,18 @@ const printRate = (rows: ReadonlyArray<RateFigures>, windowMs: number): void => 
   console.log(
     `(every worker heartbeats once, spread evenly over ${fixed(windowMs)} ms, the heartbeat interval of a ${fixed(windowMs * 3)} ms lease, ` +
       `concurrently; Redis µs: script commands' usec in INFO commandstats / heartbeats; Redis CPU: the Redis processes' ` +
-      `user+sys CPU (INFO cpu), I/O included / heartbeats; Redis busy: script time / time taken; latest start: the most a ` +
-      `heartbeat was sent after its time; target: ≤ 1/4 of the before figure ${HEARTBEAT_BASELINE_US} µs; ratios: to the ` +
-      `${fixed(first.workers)}-worker figure)`
+      `user+sys CPU (INFO cpu), I/O included / heartbeats (commandstats usec is time inside Redis, a CPU-starved Redis's ` +
+      `waits included); Redis busy: script time / time taken; latest start: the most a heartbeat was sent after its time; ` +
+      `target: ≤ 1/4 of the before figure ${HEARTBEAT_BASELINE_US} µs; ratios: to the ${fixed(first.workers)}-worker figure)`
   )
+  for (const r of rows) {
+    if (r.lateMs > windowMs / 10) {
+      console.log(
+        `  ${fixed(r.workers)} workers: this process fell behind the fleet's rate (${fixed(r.workers / (r.windowS || 1))}/s sent of ` +
+          `${fixed((r.workers * 1000) / windowMs)}/s due; Pinboard CPU ${fixed(r.cpuUs)} µs a heartbeat): its figures are of an overloaded run`
+      )
+    }
+  }
 }
 
 /** Registers each size of fleet (prefix `<name><size>`) and prints the figures chosen. */

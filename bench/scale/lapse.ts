@@ -3,7 +3,8 @@
 // in one namespace; B's ids placed with caller "B", then `rows` ids with caller "A" (caller
 // preference puts them on A). A stops heartbeating; through a client with Pinboard's own options
 // (1 s command timeout, as one Pinboard has) B keeps heartbeating every heartbeatMs, the sweep
-// runs on Registry.ts's `sweepSchedule` (every half lease), and RESOLVE_LOOPS loops resolve B's
+// runs on Registry.ts's `sweepSchedule` (every half lease, the first a quarter lease after A's
+// last heartbeat, so that the run that finds A lapsed comes a quarter lease after), and RESOLVE_LOOPS loops resolve B's
 // ids, until DBSIZE is back to where it was before A's rows (or LAPSE_TIMEOUT_LEASES leases).
 import { Cause, Effect, Exit, Fiber, Option, Schedule } from "effect"
 import { sweepSchedule, type RegisterAnswer, type RegistryService } from "../../src/registry/Registry.js"
@@ -50,6 +51,8 @@ export interface LapseFigures {
   readonly sweepRuns: number
   readonly sweepMaxMs: number
   readonly sweepFailures: number
+  /** When each sweep started, from A's lease expiry, and how long the caller waited. */
+  readonly sweepTimes: string
   readonly bFailures: number
 }
 
@@ -103,9 +106,12 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
   const pinboard = makeScaleRegistry(await target.pinboardClient(), prefix, policy)
   // The loop ends after one more heartbeat of both: A's lease runs out one lease after it.
   beating = false
-  await Fiber.join(setupBeats)
+  await Effect.runPromise(Fiber.join(setupBeats))
   await startSlowlog(target, SLOWLOG_SLOWER_THAN_US)
-  const lapseAt = aExpires
+  // A's lease as the registry holds it (its answer to `workers`), beside the last heartbeat's answer.
+  const held = (await Effect.runPromise(setup.workers)).find((w) => w.worker === "A")?.leaseExpiresAt ?? aExpires
+  if (held !== aExpires) console.log(`  A's lease as the registry holds it: ${held - aExpires} ms past its last heartbeat's answer`)
+  const lapseAt = Math.max(held, aExpires)
   let bFailures = 0
   const bBeats = Effect.runFork(
     Effect.repeat(
@@ -114,15 +120,25 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
     )
   )
   const sweeps: Array<number> = []
+  const sweepRuns: Array<string> = []
   let sweepFailures = 0
   const sweepOnce = Effect.suspend(() => {
     const started = performance.now()
+    const at = Date.now()
     return pinboard.sweep.pipe(
       Effect.catchAll(() => Effect.sync(() => void sweepFailures++)),
-      Effect.ensuring(Effect.sync(() => sweeps.push(performance.now() - started)))
+      Effect.ensuring(
+        Effect.sync(() => {
+          const ms = performance.now() - started
+          sweeps.push(ms)
+          sweepRuns.push(`${fixed((at - lapseAt) / 1000, 1)} s (${fixed(ms)} ms)`)
+        })
+      )
     )
   })
-  const sweeper = Effect.runFork(Effect.repeat(sweepOnce, sweepSchedule(leaseMs)))
+  // First a quarter lease from now, then on the schedule: the run that finds A lapsed comes a quarter
+  // lease after its expiry, neither just before (a whole half lease more) nor just after it.
+  const sweeper = Effect.runFork(Effect.delay(Effect.repeat(sweepOnce, sweepSchedule(leaseMs)), leaseMs / 4))
 
   const samples: Array<Sample> = []
   const failures = new Map<string, number>()
@@ -154,8 +170,8 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
   await sleep(500)
   running = false
   await Promise.all(loops)
-  await Fiber.interrupt(sweeper)
-  await Fiber.interrupt(bBeats)
+  await Effect.runPromise(Fiber.interrupt(sweeper))
+  await Effect.runPromise(Fiber.interrupt(bBeats))
   const slow = await readSlowlog(target)
   const keysAfter = await dbSize(target)
   if (Number.isNaN(goneAt)) {
@@ -183,6 +199,7 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
     sweepRuns: sweeps.length,
     sweepMaxMs: maxOf(sweeps),
     sweepFailures,
+    sweepTimes: sweepRuns.join(", "),
     bFailures
   }
 }
@@ -233,10 +250,11 @@ export const runLapse = async (target: ScaleTarget, rowCounts: ReadonlyArray<num
       `  ${fixed(r.rows)} rows: before A's lease ran out resolve p99 ${fixed(r.quietP99Ms, 2)} ms, max ${fixed(r.quietMaxMs, 1)} ms; ` +
         `Redis commands over ${TARGET_REDIS_MS} ms: ${fixed(r.slowCommands)}; B's heartbeat failures: ${r.bFailures}; rows placed in ${seconds(r.placeS * 1000)}`
     )
+    console.log(`    sweeps started at (from A's lease expiry): ${r.sweepTimes}`)
   }
   console.log(
     `(lease ${fixed(leaseMs)} ms, heartbeat every ${fixed(Math.floor(leaseMs / 3))} ms, sweep every ${fixed(leaseMs / 2)} ms as ` +
-      `Registry.ts sweepSchedule, started when A's heartbeats stopped; ${RESOLVE_LOOPS} loops resolve B's ${B_IDS} ids through a client ` +
+      `Registry.ts sweepSchedule, the first a quarter lease after A's last heartbeat; ${RESOLVE_LOOPS} loops resolve B's ${B_IDS} ids through a client ` +
       `with Pinboard's options (1 s command timeout), shared with B's heartbeats and the sweep as in one Pinboard; longest Redis ` +
       `call: SLOWLOG (slower than ${SLOWLOG_SLOWER_THAN_US} µs) from A's last heartbeat until half a second after the rows were gone; ` +
       `rows gone: DBSIZE back within ${KEYS_LEFT * 100}% of A's keys of its level before A's rows, polled every ${POLL_MS} ms, ` +

@@ -29,6 +29,7 @@
 // Starts its own redis-server on a free loopback port (no persistence), and with --cluster a
 // local Redis Cluster of 3 masters without replicas; stops them by pid. Each scenario starts
 // from an empty Redis (FLUSHALL).
+import { availableParallelism, loadavg } from "node:os"
 import { flagArg, numberArg, textArg } from "../args.js"
 import { runFleet } from "./fleet.js"
 import { runLapse } from "./lapse.js"
@@ -66,11 +67,14 @@ const cluster = flagArg("cluster")
 
 const targets: Array<ScaleTarget> = []
 
+/** The machine's load average over the last minute, for judging the noise. */
+const load = () => `load average ${fixed(loadavg()[0]!, 1)} on ${availableParallelism()} cores`
+
 const timed = async (name: string, run: () => Promise<void>): Promise<void> => {
   const started = performance.now()
-  console.log(`\n== ${name}`)
+  console.log(`\n== ${name} (${load()})`)
   await run()
-  console.log(`== ${name} took ${seconds(performance.now() - started)}`)
+  console.log(`== ${name} took ${seconds(performance.now() - started)} (${load()})`)
 }
 
 const onTarget = async (start: () => Promise<ScaleTarget>, run: (target: ScaleTarget) => Promise<void>): Promise<void> => {
