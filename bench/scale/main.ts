@@ -117,8 +117,12 @@ setTimeout(() => {
   process.exit(1)
 }, HARD_LIMIT_MS).unref()
 
-main().catch((error: unknown) => {
-  console.error(error)
-  for (const target of targets) target.stopSync()
-  process.exitCode = 1
-})
+// Ends the process once done: an ioredis Cluster client was seen keeping it alive after disconnect.
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error)
+    for (const target of targets) target.stopSync()
+    process.exit(1)
+  }
+)
