@@ -5,13 +5,26 @@
 //              heartbeat interval (lease / 3), concurrently, as a fleet does: Redis µs and
 //              script calls per heartbeat, the Redis processes' CPU, the caller's latency.
 import { Effect, Exit } from "effect"
+import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegisterAnswer, RegistryService } from "../../src/registry/Registry.js"
 import { fixed, maxOf, meets, printTable, quantile, ratio } from "./report.js"
-import { makeScaleRegistry, measure, NAMESPACE, placeIds, policyFor, registerFleet, type ScaleTarget } from "./redis.js"
+import { BUCKETS, makeScaleRegistry, measure, NAMESPACE, placeIds, policyFor, registerFleet, type ScaleTarget } from "./redis.js"
 
 /** Long, so no lease lapses while a size is measured and no heartbeat is needed in between. */
 const LEASE_MS = 600_000
 const SEQUENTIAL_HEARTBEATS = 50
+/** An id in every bucket: placed before the measured ones, so that every bucket's view has read the fleet. */
+const onePerBucket = (prefix: string): ReadonlyArray<string> => {
+  const ids = new Map<number, string>()
+  for (let i = 0; ids.size < BUCKETS; i++) {
+    const id = `${prefix}-${i}`
+    const bucket = bucketOf("", NAMESPACE, id, BUCKETS)
+    if (!ids.has(bucket)) ids.set(bucket, id)
+  }
+  return [...ids.values()]
+}
+/** Clients whose addresses are the affinity values of the "clients" placements. */
+const CLIENTS = 16
 /** The issue's target: Redis µs per heartbeat at 10,000 workers at most a quarter of the before figure. */
 const HEARTBEAT_BASELINE_US = 648
 const HEARTBEAT_TARGET_US = HEARTBEAT_BASELINE_US / 4
@@ -28,8 +41,13 @@ export interface FleetOptions {
 interface PlacementFigures {
   readonly workers: number
   readonly registerS: number
+  /** The first placements of a Pinboard that has not read the fleet yet, in all. */
+  readonly warmUpRedisMs: number
+  readonly warmUpCpuMs: number
   readonly placementUs: number
   readonly placementCpuUs: number
+  /** Affinity values from a few clients (the rendezvous ranking of each is kept). */
+  readonly clientsCpuUs: number
   readonly sweepUs: number
   readonly heartbeatUs: number
   readonly heartbeatCalls: number
@@ -60,17 +78,24 @@ const placementFigures = async (
   placements: number
 ): Promise<PlacementFigures> => {
   const workers = answers.length
-  // One after another, as the before figures were taken.
+  // A Pinboard reads a bucket's membership once, at its first placement there: one id per bucket first.
+  const warmUp = await measure(target, () => placeIds(registry, onePerBucket(`warm-${workers}`), undefined, 1))
+  // One after another, as the before figures were taken; every id its own affinity value.
   const ids = Array.from({ length: placements }, (_, i) => `new-${workers}-${i}`)
   const place = await measure(target, () => placeIds(registry, ids, undefined, 1))
+  const clientIds = Array.from({ length: placements }, (_, i) => `client-${workers}-${i}`)
+  const clients = await measure(target, () => placeIds(registry, clientIds, undefined, 1, (_, i) => `10.1.0.${i % CLIENTS}`))
   const sweep = await measure(target, () => Effect.runPromise(registry.sweep))
   const beats = answers.slice(0, SEQUENTIAL_HEARTBEATS)
   const beaten = await measure(target, () => Effect.runPromise(Effect.forEach(beats, (answer) => beat(registry, answer), { discard: true })))
   return {
     workers,
     registerS,
+    warmUpRedisMs: warmUp.redisUs / 1000,
+    warmUpCpuMs: warmUp.cpuUs / 1000,
     placementUs: place.redisUs / placements,
     placementCpuUs: place.cpuUs / placements,
+    clientsCpuUs: clients.cpuUs / placements,
     sweepUs: sweep.redisUs,
     heartbeatUs: beaten.redisUs / beats.length,
     heartbeatCalls: beaten.calls / beats.length
@@ -121,20 +146,35 @@ const rateFigures = async (
 const printPlacement = (rows: ReadonlyArray<PlacementFigures>, placements: number): void => {
   const first = rows[0]!
   printTable([
-    ["workers", "register all (s)", "Redis µs/placement", "Pinboard CPU µs/placement", "Redis µs/sweep run", "Redis µs/heartbeat (sequential)", "script calls/heartbeat"],
+    [
+      "workers",
+      "register all (s)",
+      "first reads: Redis ms, CPU ms",
+      "Redis µs/placement",
+      "Pinboard CPU µs/placement",
+      `CPU µs, ${CLIENTS} clients`,
+      "Redis µs/sweep run",
+      "Redis µs/heartbeat (sequential)",
+      "script calls/heartbeat"
+    ],
     ...rows.map((r) => [
       fixed(r.workers),
       fixed(r.registerS, 1),
+      `${fixed(r.warmUpRedisMs, 1)}, ${fixed(r.warmUpCpuMs)}`,
       `${fixed(r.placementUs, 1)} (${ratio(r.placementUs, first.placementUs)})`,
       `${fixed(r.placementCpuUs)} (${ratio(r.placementCpuUs, first.placementCpuUs)})`,
+      `${fixed(r.clientsCpuUs)} (${ratio(r.clientsCpuUs, first.clientsCpuUs)})`,
       `${fixed(r.sweepUs)} (${ratio(r.sweepUs, first.sweepUs)})`,
       `${fixed(r.heartbeatUs, 1)} (${ratio(r.heartbeatUs, first.heartbeatUs)})`,
       fixed(r.heartbeatCalls, 1)
     ])
   ])
   console.log(
-    `(ratios: to the ${fixed(first.workers)}-worker figure; ${placements} first-use placements one after another and up to ` +
-      `${SEQUENTIAL_HEARTBEATS} heartbeats one after another per size)`
+    `(ratios: to the ${fixed(first.workers)}-worker figure; first reads: the ${BUCKETS} placements before the measured ones, one per bucket, ` +
+      `in which each bucket's membership view reads the fleet, in all; then ${placements} first-use placements one after another, ` +
+      `each id its own affinity value, and ${placements} more with the addresses of ${CLIENTS} clients; up to ` +
+      `${SEQUENTIAL_HEARTBEATS} heartbeats one after another per size; targets at 10,000 workers: Redis µs/placement ≤ 3x, ` +
+      `Pinboard CPU ≤ 1,000 µs, sweep ≤ 2,000 µs)`
   )
 }
 

@@ -220,17 +220,19 @@ export const registerFleet = async (
 }
 
 /** Resolves `ids` (new ones are placed), `concurrency` in flight; answers the worker of each (undefined: refused). */
+/** Resolves `ids`; each one's affinity value is the id itself unless `affinityOf` says otherwise. */
 export const placeIds = (
   registry: RegistryService,
   ids: ReadonlyArray<string>,
   caller: string | undefined,
-  concurrency: number
+  concurrency: number,
+  affinityOf: (id: string, index: number) => string = (id) => id
 ): Promise<ReadonlyArray<string | undefined>> =>
   Effect.runPromise(
     Effect.forEach(
       ids,
-      (id) =>
-        registry.resolve({ env: "", namespace: NAMESPACE, id, hostname: "", caller, affinity: id, excluded: [] }).pipe(
+      (id, i) =>
+        registry.resolve({ env: "", namespace: NAMESPACE, id, hostname: "", caller, affinity: affinityOf(id, i), excluded: [] }).pipe(
           Effect.map((placement) => placement.worker),
           Effect.orElseSucceed(() => undefined)
         ),

@@ -2,6 +2,7 @@
 // last read them, kept current from the bucket's change log, so that the ranking of DESIGN 5
 // steps 5 and 6 runs here and the resolve script only checks the proposal. Plain data and pure
 // functions; reading Redis is RedisView.ts's.
+import { hash } from "node:crypto"
 import type { NamespaceRegistration, RegistryPolicy, ResolveQuery } from "./Domain.js"
 import { memberKey, nackDegraded } from "./Domain.js"
 import { servesHostname } from "./Hostnames.js"
@@ -104,28 +105,34 @@ export const candidatesOf = (
   return candidates
 }
 
-/** Workers kept per affinity value in a ranking, and affinity values kept per members list. */
+/** Workers kept per ranking, and rankings kept in all. */
 const RANKED = 8
-const AFFINITIES = 4096
+const RANKINGS = 16_384
 
 /**
- * Per members list (a new list after any membership change), the first RANKED of its workers in
- * rendezvous order for each recent affinity value: the best candidate is then the first of them
- * that is a candidate, without hashing every worker again. The lists hold the same workers as the
- * candidates' superset, so the answer is rendezvousPick's.
+ * The first RANKED workers of a members list in rendezvous order, for recent affinity values:
+ * the best candidate is then the first of them that is a candidate, without hashing every
+ * worker again. Keyed by the list's content, so every bucket's view of one membership shares
+ * them; a membership change makes a new list, and so new rankings.
  */
-const rankings = new WeakMap<ReadonlyArray<string>, Map<string, ReadonlyArray<string>>>()
+const rankings = new Map<string, ReadonlyArray<string>>()
+const signatures = new WeakMap<ReadonlyArray<string>, string>()
+
+const signatureOf = (members: ReadonlyArray<string>): string => {
+  let signature = signatures.get(members)
+  if (signature === undefined) {
+    signature = hash("sha1", members.join("\n"), "hex")
+    signatures.set(members, signature)
+  }
+  return signature
+}
 
 const rankingOf = (members: ReadonlyArray<string>, affinity: string): ReadonlyArray<string> => {
-  let byAffinity = rankings.get(members)
-  if (byAffinity === undefined) {
-    byAffinity = new Map()
-    rankings.set(members, byAffinity)
-  }
-  const known = byAffinity.get(affinity)
+  const key = `${signatureOf(members)}\n${affinity}`
+  const known = rankings.get(key)
   if (known !== undefined) {
-    byAffinity.delete(affinity)
-    byAffinity.set(affinity, known)
+    rankings.delete(key)
+    rankings.set(key, known)
     return known
   }
   // Greatest score first; members come in id order, so on a tie the first in id order stays ahead, as in rendezvousPick.
@@ -139,8 +146,8 @@ const rankingOf = (members: ReadonlyArray<string>, affinity: string): ReadonlyAr
     if (top.length > RANKED) top.pop()
   }
   const ranking = top.map((entry) => entry.worker)
-  if (byAffinity.size >= AFFINITIES) byAffinity.delete(byAffinity.keys().next().value!)
-  byAffinity.set(affinity, ranking)
+  if (rankings.size >= RANKINGS) rankings.delete(rankings.keys().next().value!)
+  rankings.set(key, ranking)
   return ranking
 }
 

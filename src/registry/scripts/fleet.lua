@@ -69,9 +69,13 @@ local function heartbeat(worker, inc, lease, headroom, draining, degraded)
   local wkey = T .. ":w:" .. worker
   local record = redis.call("HMGET", wkey, "inc", "lease", "headroom", "draining", "degraded")
   if not record[1] or record[1] ~= inc or tonumber(record[2]) <= now then return { "lost" } end
-  redis.call("HSET", wkey, "lease", lease, "headroom", headroom, "draining", draining, "degraded", degraded)
+  if record[3] ~= headroom or record[4] ~= draining or record[5] ~= degraded then
+    redis.call("HSET", wkey, "lease", lease, "headroom", headroom, "draining", draining, "degraded", degraded)
+    logChange(worker)
+  else
+    redis.call("HSET", wkey, "lease", lease)
+  end
   redis.call("ZADD", T .. ":wl", lease, worker)
-  if record[3] ~= headroom or record[4] ~= draining or record[5] ~= degraded then logChange(worker) end
   local out = { "renewed" }
   for _, rk in ipairs(redis.call("ZRANGEBYSCORE", T .. ":wdw:" .. worker, "(" .. nowText, "+inf")) do
     local row = redis.call("HMGET", T .. ":p:" .. rk, "worker", "env", "ns", "id", "epoch", "wd")
@@ -97,18 +101,22 @@ local function nack(worker, windowMs)
 end
 
 local answers = {}
+local touched = false
 local i = 3
 while i <= #ARGV do
   local kind = ARGV[i]
   nowText = ARGV[i + 1]
   now = tonumber(nowText)
   local worker = ARGV[i + 2]
-  if kind == "r" then
+  -- A bucket's first use: once per call, at the first entry that counts as a use.
+  if not touched and (kind == "r" or kind == "h") then
     touch()
+    touched = true
+  end
+  if kind == "r" then
     answers[#answers + 1] = register(worker, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11])
     i = i + 12
   elseif kind == "h" then
-    touch()
     answers[#answers + 1] = heartbeat(worker, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7])
     i = i + 8
   elseif kind == "d" then
