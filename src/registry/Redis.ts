@@ -17,6 +17,7 @@ import { makeRedisViews } from "./RedisView.js"
 import {
   memberKey,
   minLeaseLeftMs,
+  rowKey,
   type BucketHeartbeat,
   type CasOutcome,
   type NamespaceRegistration,
@@ -103,6 +104,10 @@ export const makeRedisBackend = (
   const absorb = (bucket: number, now: number, reply: ReadonlyArray<string>) =>
     Effect.tryPromise({ try: () => views.absorb(bucket, now, reply.slice(1)), catch: (cause) => new RegistryUnavailable({ cause }) })
 
+  /** Placements under way in this Pinboard, by bucket and row key: an "again" answer waits for its id's. */
+  const placing = new Map<string, Promise<void>>()
+  const placingKey = (bucket: number, key: PlacementKey) => `${bucket}\n${rowKey(key)}`
+
   /**
    * DESIGN 5 with the ranking in Pinboard: the first call serves a placed id as before; a new one
    * comes back with what the bucket's view lacks, the view proposes, the script checks the
@@ -115,10 +120,25 @@ export const makeRedisBackend = (
     }
     const proposeAfter = (reply: string, mode: "p" | "f") =>
       Effect.flatMap(absorb(bucket, now, reply.split("\n")), (short) => ask(mode, propose(views.view(bucket), query, now, short, policy)))
-    return Effect.flatMap(ask("a", ""), (first) => {
+    return Effect.flatMap(ask("a", ""), (first): Effect.Effect<ResolveOutcome, RegistryUnavailable> => {
+      if (first === "again") {
+        // The same id's placement began earlier in the same call: ask again once it is done.
+        const earlier = placing.get(placingKey(bucket, query))
+        return Effect.zipRight(earlier === undefined ? Effect.void : Effect.promise(() => earlier), resolve(bucket, now, query))
+      }
       if (!first.startsWith("choose\n")) return Effect.succeed(decodeResolve(first))
+      const key = placingKey(bucket, query)
+      let done = () => {}
+      placing.set(key, new Promise<void>((resolve) => (done = resolve)))
       return Effect.flatMap(proposeAfter(first, "p"), (second) =>
         second.startsWith("stale\n") ? Effect.map(proposeAfter(second, "f"), decodeResolve) : Effect.succeed(decodeResolve(second))
+      ).pipe(
+        Effect.ensuring(
+          Effect.sync(() => {
+            placing.delete(key)
+            done()
+          })
+        )
       )
     })
   }

@@ -195,6 +195,33 @@ const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve"
   }
 }
 
+/**
+ * The order in which concurrent resolves take effect on Redis: as given, except that a resolve of
+ * an id whose placement an earlier resolve of the batch began (it reached DESIGN 5 step 5: placed
+ * anew, or no live backends) waits for that placement and then asks again ("again" in
+ * resolve.lua), after the rest of the batch. Yields as it goes: where a resolve waits depends on
+ * the earlier answers, which the caller computes between the yields.
+ */
+function* inSerialOrder(resolves: ReadonlyArray<Extract<Cmd, { op: "resolve" }>>) {
+  let pending = resolves.map((resolve, index) => ({ resolve, index }))
+  while (pending.length > 0) {
+    const waiting: typeof pending = []
+    const placing = new Set<string>()
+    for (const entry of pending) {
+      const key = rowKey(keyOf(entry.resolve))
+      if (placing.has(key)) {
+        waiting.push(entry)
+        continue
+      }
+      const answer: { answer?: unknown } = {}
+      yield Object.assign(entry, { report: (a: unknown) => (answer.answer = a) })
+      const outcome = answer.answer as { _tag: string; isNew?: boolean } | undefined
+      if (outcome?._tag === "NoLiveBackends" || (outcome?._tag === "Placed" && outcome.isNew === true)) placing.add(key)
+    }
+    pending = waiting
+  }
+}
+
 const MODES = [
   { mode: "plain", fleet: FLEET, commands: command },
   { mode: "hostname-aware", fleet: HOSTNAME_FLEET, commands: hostnameCommand }
@@ -232,11 +259,12 @@ describe.each([
             const resolves = cmd.op === "resolve" ? [cmd] : cmd.resolves
             const actual = apply(redis, cmd, now, known, incarnation)
             const expected: Array<unknown> = []
-            for (const resolve of resolves) {
+            for (const { resolve, index, report } of inSerialOrder(resolves)) {
               const before = snapshotBefore(memory, resolve, now)
               const answer = await apply(memory, resolve, now, known, incarnation)
               checkResolve(memory, resolve, now, known, answer, before)
-              expected.push(answer)
+              expected[index] = answer
+              report(answer)
             }
             expect(await actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(cmd.op === "resolve" ? expected[0] : expected)
             continue

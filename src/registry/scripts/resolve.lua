@@ -5,7 +5,7 @@
 --       (hostname "" outside hostname-aware mode, takeover "" for wind_down; mode, proposal,
 --       gen and seq: see placeNew; fields never contain "\n").
 -- Answers one string per query: "placed\nworker\nadvertiseUrl\nepoch\n0|1", "unknown",
--- "cold\nretryAfterMs", "none", "choose\n<view payload>", "stale\n<view payload>"; in
+-- "cold\nretryAfterMs", "none", "choose\n<view payload>", "stale\n<view payload>", "again"; in
 -- hostname-aware mode also "rebound\nenv", "held", "takeover\nretryAfterMs" and
 -- "displaced\nretryAfterMs".
 local leaseMs = tonumber(ARGV[3])
@@ -14,6 +14,10 @@ local nackThreshold = tonumber(ARGV[5])
 local nackWindowMs = tonumber(ARGV[6])
 
 local SHORT, CHANGES = 256, 128
+
+-- The ids of this batch whose first call answered "choose": a later first call for one of them
+-- answers "again", to be asked once that placement is done, as if it ran after it.
+local choosing = {}
 
 -- What a membership view (src/registry/MembershipView.ts) at generation `gen` (the bucket's
 -- cold-start marker), having read the change log up to `since`, needs to rank at `now`:
@@ -71,7 +75,10 @@ local function placeNew(env, namespace, id, mk, rk, pkey, rest)
   if now < coldUntil then return "cold\n" .. string.format("%d", coldUntil - now) end
 
   local hostname, _, mode, proposal, gen, since = string.match(rest, "^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)$")
-  if mode == "a" then return "choose\n" .. viewPayload(gen, since) end
+  if mode == "a" then
+    choosing[rk] = true
+    return "choose\n" .. viewPayload(gen, since)
+  end
   if proposal ~= "" then
     local w = redis.call("HMGET", T .. ":w:" .. proposal, "lease", "draining", "degraded", "nackStart", "nackCount", "ns", "inc", "url")
     if w[1] and tonumber(w[1]) - now >= minLeaseLeft and w[2] ~= "1" and w[3] ~= "1"
@@ -131,6 +138,7 @@ local function resolveOne(query)
   local mk = env .. "|" .. namespace
   local rk = mk .. "|" .. id
   local pkey = T .. ":p:" .. rk
+  if choosing[rk] and string.match(rest, "^[^\n]*\n[^\n]*\n([^\n]*)") == "a" then return "again" end
   -- `rest` starts with the hostname: a line break first means none.
   if string.byte(rest, 1) ~= 10 then return resolveForHostname(env, namespace, id, mk, rk, pkey, rest) end
   -- The hot path first: a row exists only in a bucket already in use, for a registered
