@@ -13,10 +13,9 @@
 // Prints the figures; exits 1 when the audit finds a violation or ids do not recover.
 import { readFileSync } from "node:fs"
 import { Redis } from "ioredis"
-import { catalogue, internalError } from "../src/Errors.js"
 import { FencedStore } from "../src/worker/index.js"
 import { stopAll, stopAllSync } from "../bench/processes.js"
-import { audit, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
+import { audit, knownAnswers, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
 import { FAULT_KINDS, makeInjector, type FaultKind } from "./chaos/faults.js"
 import { startFleet, type ChaosFleet } from "./chaos/fleet.js"
 import { Rng } from "./prng.js"
@@ -42,14 +41,6 @@ const HARD_LIMIT_MS = MINUTES * 60_000 + 180_000
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** Answers the audit accepts besides success: every catalogue row, and the counter's own refusals. */
-const KNOWN = [
-  ...catalogue.map(({ example }) => example.reply),
-  internalError,
-  { status: 409, body: JSON.stringify({ error: "stale epoch" }) },
-  { status: 503, body: JSON.stringify({ error: "storage unavailable" }) }
-].map(({ status, body }) => ({ status, body }))
 
 // ---- clients -----------------------------------------------------------------------------------
 
@@ -175,7 +166,7 @@ const main = async (): Promise<boolean> => {
   await clients
   const recovery = await recover(fleet, records)
 
-  const result = audit({ events: readEvents(fleet), clients: records, finalValues: await finalValues(fleet), known: KNOWN })
+  const result = audit({ events: readEvents(fleet), clients: records, finalValues: await finalValues(fleet), known: knownAnswers })
   const totalFaults = [...faults.values()].reduce((a, b) => a + b, 0)
   log("")
   log(`faults injected: ${totalFaults}`)

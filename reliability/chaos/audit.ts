@@ -12,6 +12,7 @@
 // - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
 //   counter's own refusals.
 import { compareEpochs } from "../../src/contract/Epochs.js"
+import { catalogue } from "../../src/Errors.js"
 
 export type WorkerEvent =
   | { readonly t: number; readonly worker: string; readonly ev: "activate"; readonly id: string; readonly epoch: string; readonly value: number }
@@ -38,6 +39,17 @@ export interface KnownAnswer {
   readonly status: number
   readonly body: string
 }
+
+/**
+ * The answers a run may meet that are not successes: every catalogue reply but a 500 (under
+ * faults, an internal error is a defect, so it counts as unknown), and the counter worker's own
+ * refusals.
+ */
+export const knownAnswers: ReadonlyArray<KnownAnswer> = [
+  ...catalogue.map(({ example }) => example.reply).filter(({ status }) => status !== 500),
+  { status: 409, body: JSON.stringify({ error: "stale epoch" }) },
+  { status: 503, body: JSON.stringify({ error: "storage unavailable" }) }
+].map(({ status, body }) => ({ status, body }))
 
 export interface AuditInput {
   readonly events: ReadonlyArray<WorkerEvent>

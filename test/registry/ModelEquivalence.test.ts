@@ -227,17 +227,51 @@ const MODES = [
   { mode: "hostname-aware", fleet: HOSTNAME_FLEET, commands: hostnameCommand }
 ] as const
 
+/**
+ * How far the runs reach. `npm run test:deep` (PINBOARD_DEEP=1, not in CI): 1,000 sequences of 50
+ * to 400 steps per layer and mode. CI: 75 of 20 to 100, about the steps of the 300 short runs
+ * before. `size: "max"` makes fast-check draw lengths over the whole range (its default size
+ * keeps arrays near 20 whatever maxLength says).
+ */
+const DEEP = process.env.PINBOARD_DEEP === "1"
+const REACH = DEEP ? { numRuns: 1000, minLength: 50, maxLength: 400 } : { numRuns: 75, minLength: 20, maxLength: 100 }
+
+/** What a layer and mode's runs covered: sequence lengths and the answers seen, printed after them. */
+const coverage = () => {
+  const lengths: Array<number> = []
+  const outcomes = new Map<string, number>()
+  const count = (answer: unknown) => {
+    const tag = (answer as { _tag?: string } | undefined)?._tag
+    if (tag === undefined) return
+    const name = tag === "Placed" ? ((answer as { isNew: boolean }).isNew ? "Placed (new)" : "Placed (forwarded)") : tag
+    outcomes.set(name, (outcomes.get(name) ?? 0) + 1)
+  }
+  const print = (title: string) => {
+    if (lengths.length === 0) return
+    const sorted = [...lengths].sort((a, b) => a - b)
+    const mean = Math.round(sorted.reduce((a, b) => a + b, 0) / sorted.length)
+    const byBand = [50, 100, 200, 400].map((bound, i, all) => `${i === 0 ? 0 : all[i - 1]! + 1}-${bound}: ${sorted.filter((n) => n <= bound && (i === 0 || n > all[i - 1]!)).length}`)
+    console.log(
+      `${title}: ${sorted.length} sequences, steps min ${sorted[0]} mean ${mean} max ${sorted.at(-1)} (${byBand.join(", ")}); answers: ` +
+        [...outcomes].sort((a, b) => b[1] - a[1]).map(([name, n]) => `${name} ${n}`).join(", ")
+    )
+  }
+  return { lengths, count, print }
+}
+
 describe.each([
-  { layer: "one redis-server", connect: useRedis, numRuns: 300 },
-  { layer: "a Redis Cluster", connect: useRedisCluster, numRuns: 300 }
-])("registry model: embedded vs $layer", ({ connect, numRuns }) => {
+  { layer: "one redis-server", connect: useRedis },
+  { layer: "a Redis Cluster", connect: useRedisCluster }
+])("registry model: embedded vs $layer", ({ layer, connect }) => {
   const live = connect()
   let runs = 0
 
-  it.each(MODES)("answers equally at every step and keeps the invariants ($mode)", async ({ fleet: warm, commands }) => {
+  it.each(MODES)("answers equally at every step and keeps the invariants ($mode)", async ({ mode, fleet: warm, commands }) => {
+    const covered = coverage()
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(true, true, true, false), fc.array(commands, { minLength: 5, maxLength: 100 }), async (fleet, random) => {
+      fc.asyncProperty(fc.constantFrom(true, true, true, false), fc.array(commands, { minLength: REACH.minLength, maxLength: REACH.maxLength, size: "max" }), async (fleet, random) => {
         const cmds = fleet ? [...warm, ...random] : random
+        covered.lengths.push(cmds.length)
         const prefix = `m${runs++}`
         const memory = makeMemoryBackend(BUCKETS, policy)
         const redis = redisBackend(live.client, prefix, BUCKETS, policy)
@@ -264,6 +298,7 @@ describe.each([
               const answer = await apply(memory, resolve, now, known, incarnation)
               checkResolve(memory, resolve, now, known, answer, before)
               expected[index] = answer
+              covered.count(answer)
               report(answer)
             }
             expect(await actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(cmd.op === "resolve" ? expected[0] : expected)
@@ -272,10 +307,12 @@ describe.each([
           const expected = await apply(memory, cmd, now, known, incarnation)
           const actual = await apply(redis, cmd, now, known, incarnation)
           expect(actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(expected)
+          if (cmd.op === "heartbeat" && Array.isArray(expected)) (expected as Array<unknown>).slice(0, 1).forEach(covered.count)
           if (cmd.op === "register") known.incarnations.set(cmd.worker, incarnation)
         }
       }),
-      { numRuns }
+      { numRuns: REACH.numRuns }
     )
-  }, 240_000)
+    covered.print(`${layer}, ${mode}`)
+  }, DEEP ? 3_600_000 : 240_000)
 })

@@ -1,7 +1,8 @@
 // The chaos audit finds what it is there to find: double activations, lost acknowledged
 // writes, stale reads, replayed bodies and unknown errors (reliability/chaos/audit.ts).
 import { describe, expect, it } from "vitest"
-import { audit, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
+import { audit, knownAnswers, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
+import { internalError } from "../../src/Errors.js"
 
 const known = [{ status: 503, body: '{"error":"registry cold start, retry"}' }]
 const write = (worker: string, id: string, epoch: string, value: number, op: string): WorkerEvent => ({ t: 0, worker, ev: "write", id, epoch, value, op })
@@ -70,6 +71,13 @@ describe("the chaos audit", () => {
       clients: [...clean.clients, answer("e", 500, "oops"), answer("f", 200, "??")]
     })
     expect(result.unknownErrors).toBe(2)
+  })
+
+  it("counts Pinboard's own 500 internal error as unknown: under faults it is a defect, not an answer", () => {
+    expect(knownAnswers).not.toContainEqual({ status: internalError.status, body: internalError.body })
+    expect(knownAnswers).toContainEqual({ status: 503, body: '{"error":"registry unavailable, retry"}' })
+    const result = audit({ ...clean, known: knownAnswers, clients: [...clean.clients, answer("e", internalError.status, internalError.body)] })
+    expect(result.unknownErrors).toBe(1)
   })
 
   it("counts requests without an answer apart, by error", () => {
