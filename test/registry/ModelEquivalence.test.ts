@@ -199,26 +199,29 @@ const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve"
  * The order in which concurrent resolves take effect on Redis: as given, except that a resolve of
  * an id whose placement an earlier resolve of the batch began (it reached DESIGN 5 step 5: placed
  * anew, or no live backends) waits for that placement and then asks again ("again" in
- * resolve.lua), after the rest of the batch. Yields as it goes: where a resolve waits depends on
+ * resolve.lua), after the rest of the batch, in the order of the placements waited for. Yields as it goes: where a resolve waits depends on
  * the earlier answers, which the caller computes between the yields.
  */
 function* inSerialOrder(resolves: ReadonlyArray<Extract<Cmd, { op: "resolve" }>>) {
   let pending = resolves.map((resolve, index) => ({ resolve, index }))
   while (pending.length > 0) {
-    const waiting: typeof pending = []
-    const placing = new Set<string>()
-    for (const entry of pending) {
+    const waiting: Array<{ readonly entry: (typeof pending)[number]; readonly behind: number }> = []
+    /** Row key -> the position (in this round) of the resolve whose placement it began. */
+    const placing = new Map<string, number>()
+    for (const [position, entry] of pending.entries()) {
       const key = rowKey(keyOf(entry.resolve))
-      if (placing.has(key)) {
-        waiting.push(entry)
+      const behind = placing.get(key)
+      if (behind !== undefined) {
+        waiting.push({ entry, behind })
         continue
       }
       const answer: { answer?: unknown } = {}
       yield Object.assign(entry, { report: (a: unknown) => (answer.answer = a) })
       const outcome = answer.answer as { _tag: string; isNew?: boolean } | undefined
-      if (outcome?._tag === "NoLiveBackends" || (outcome?._tag === "Placed" && outcome.isNew === true)) placing.add(key)
+      if (outcome?._tag === "NoLiveBackends" || (outcome?._tag === "Placed" && outcome.isNew === true)) placing.set(key, position)
     }
-    pending = waiting
+    // The waiting ones ask again as the placements they wait for end: in the order those began.
+    pending = waiting.sort((a, b) => a.behind - b.behind).map(({ entry }) => entry)
   }
 }
 
