@@ -1,6 +1,8 @@
 // Model-based test: random operation sequences run against the embedded registry and a real
 // Redis side by side (one redis-server, and a local Redis Cluster of three shards). Every
-// answer must be equal, and the invariants of routing.md and DESIGN 3 to 5 must hold throughout.
+// answer must be equal, every resolve must answer what a second, naive resolution written from
+// docs/protocol.md "Resolution" derives (test/support/NaiveResolution.ts), and the invariants
+// of docs/protocol.md and docs/registry-api.md must hold throughout.
 import { Effect, FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
 import type { Takeover } from "../../src/Config.js"
@@ -9,7 +11,7 @@ import { bucketOf } from "../../src/contract/Bucket.js"
 import { rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
 import { bindingKey } from "../../src/registry/Hostnames.js"
-import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
+import { naiveResolve, type NaiveAnswer } from "../support/NaiveResolution.js"
 import { redisBackend, useRedis, useRedisCluster, wipeBucket } from "../support/RedisBackend.js"
 
 const BUCKETS = 3
@@ -17,7 +19,7 @@ const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThresho
 const WORKERS = ["w-a", "w-b", "w-c", "w-d"]
 const NAMESPACES = ["/n1", "/n2"]
 const IDS = ["x", "y", "z", "q", "r"]
-/** Hostname-aware runs: two hostnames, two envs, registration epochs (DESIGN 8). */
+/** Hostname-aware runs: two hostnames, two envs, registration epochs (docs/registry-api.md). */
 const HOSTS = ["a.example", "b.example"]
 const ENVS = ["prod", "dev"]
 const EPOCHS = ["0", "1", "2", "5"]
@@ -25,13 +27,15 @@ const HEADROOMS = [0, 1, 1.5, 2.5, 4, 6, 10, 0.1 + 0.2, 1e-9, 7]
 
 type Cmd =
   | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean; readonly hosts?: ReadonlyArray<readonly [string, string]>; readonly epoch?: string }
-  | { readonly op: "heartbeat"; readonly worker: string; readonly stale: boolean; readonly headroom: number; readonly draining: boolean; readonly degraded: boolean }
+  | { readonly op: "heartbeat"; readonly worker: string; readonly stale: boolean; readonly headroom: number; readonly draining: boolean; readonly degraded: boolean; readonly rejoin?: true }
   | { readonly op: "deregister"; readonly worker: string; readonly stale: boolean }
   | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number; readonly hostname?: string; readonly env?: string; readonly takeover?: Takeover }
   | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly env?: string }
   | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string; readonly env?: string }
   | { readonly op: "nack"; readonly worker: string }
   | { readonly op: "advance"; readonly ms: number }
+  /** Time passes, then every registered worker heartbeats, as a live fleet does: long runs keep their leases. */
+  | { readonly op: "beat"; readonly ms: number; readonly headroom: number }
   | { readonly op: "wipe"; readonly bucket: number }
   | { readonly op: "sweep" | "workers" }
   | { readonly op: "placement"; readonly namespace: string; readonly id: string; readonly env?: string }
@@ -53,6 +57,7 @@ const namespace = fc.constantFrom(...NAMESPACES)
 const id = fc.constantFrom(...IDS)
 const rarely = fc.constantFrom(false, false, false, false, true)
 const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
+const beat = fc.record({ op: fc.constant("beat" as const), ms: fc.integer({ min: 300, max: 1500 }), headroom: fc.constantFrom(...HEADROOMS) })
 const resolveCommand = fc.record({ op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: fc.option(worker, { nil: undefined }), excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit })
 const command: fc.Arbitrary<Cmd> = fc.oneof(
   { arbitrary: resolveCommand, weight: 8 },
@@ -65,6 +70,7 @@ const command: fc.Arbitrary<Cmd> = fc.oneof(
   fc.record({ op: fc.constant("tag" as const), namespace, id, stale: fc.boolean(), tag: fc.string({ maxLength: 8 }) }),
   fc.record({ op: fc.constant("nack" as const), worker }),
   { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 200, 500, 999, 1000, 1999, 2000, 3000, 6001) }), weight: 4 },
+  { arbitrary: beat, weight: 6 },
   { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
   fc.record({ op: fc.constantFrom("sweep" as const, "workers" as const) }),
   fc.record({ op: fc.constant("placement" as const), namespace, id })
@@ -86,6 +92,7 @@ const hostnameCommand: fc.Arbitrary<Cmd> = fc.oneof(
   fc.record({ op: fc.constantFrom("release" as const, "windDown" as const), namespace, id, stale: fc.boolean(), env }),
   fc.record({ op: fc.constant("tag" as const), namespace, id, stale: fc.boolean(), tag: fc.string({ maxLength: 8 }), env }),
   { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 500, 1000, 2000, 3000, 6001) }), weight: 4 },
+  { arbitrary: beat, weight: 6 },
   { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
   fc.record({ op: fc.constantFrom("sweep" as const, "workers" as const) }),
   fc.record({ op: fc.constant("placement" as const), namespace, id, env })
@@ -109,6 +116,8 @@ const registrationsOf = (cmd: Extract<Cmd, { op: "register" }>) =>
 /** What the test knows from earlier answers: incarnations and epochs it was told. */
 interface Knowledge {
   readonly incarnations: Map<string, string>
+  /** Each worker's last registration, which it repeats after a 410 in a beat. */
+  readonly registrations: Map<string, Cmd>
   readonly epochs: Map<string, string>
   readonly maxEpoch: Map<string, bigint>
   serial: number
@@ -150,13 +159,24 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
     case "resolveMany":
       return Promise.all(cmd.resolves.map((resolve) => apply(backend, resolve, now, known, incarnation)))
     case "advance":
+    case "beat":
     case "wipe":
       return undefined
   }
 }
 
+/** The answer the naive resolution derives; a new placement's epoch only above the bucket's counter. */
+const expectNaive = (answer: unknown, naive: NaiveAnswer, context: string) => {
+  if (naive._tag !== "Placed" || !naive.isNew) return expect(answer, context).toEqual(naive)
+  const { epochAbove, ...placed } = naive
+  const { epoch, ...rest } = answer as { epoch: string }
+  expect(rest, context).toEqual(placed)
+  expect(BigInt(epoch) > epochAbove, `${context}: epoch ${epoch} not above the counter ${epochAbove}`).toBe(true)
+}
+
 /** The invariants of a resolve answer, judged on the embedded bucket's state before the call. */
-const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number, known: Knowledge, answer: unknown, before: { coldSince: number | undefined; liveOwner: { worker: string; epoch: string } | undefined; expected: string | undefined; displacedUntil: number }) => {
+const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number, known: Knowledge, answer: unknown, before: { coldSince: number | undefined; liveOwner: { worker: string; epoch: string } | undefined; naive: NaiveAnswer; displacedUntil: number }) => {
+  expectNaive(answer, before.naive, `resolve at ${now}: ${JSON.stringify(cmd)}`)
   const outcome = answer as { _tag: string; worker: string; epoch: string; isNew: boolean }
   if (outcome._tag !== "Placed") return
   const key = rowKey(keyOf(cmd))
@@ -169,8 +189,6 @@ const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }
     // No new placement in cold start, nor for a displaced pair within its lease.
     expect(before.coldSince === undefined || now >= before.coldSince + policy.leaseMs).toBe(true)
     expect(now >= before.displacedUntil).toBe(true)
-    // The choice DESIGN 5 prescribes, among placeable workers only (of the request's hostname).
-    expect(outcome.worker).toBe(before.expected)
   } else {
     expect(before.liveOwner).toEqual({ worker: outcome.worker, epoch: outcome.epoch })
   }
@@ -186,18 +204,17 @@ const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve"
   const row = state.rows.get(rowKey(keyOf(cmd)))
   const owner = row && state.workers.get(row.worker)
   const live = row !== undefined && owner !== undefined && owner.incarnation === row.incarnation && owner.leaseExpiresAt > now && (row.windDownAt === 0 || row.windDownAt > now)
-  const candidates = modelCandidates(state, { env, namespace: cmd.namespace, hostname, excluded: cmd.excluded }, now, policy)
   return {
     coldSince: state.coldSince,
     liveOwner: live ? { worker: row.worker, epoch: row.epoch } : undefined,
     displacedUntil: hostname === "" ? 0 : state.bindings.get(bindingKey(hostname, cmd.namespace))?.displacedUntil ?? 0,
-    expected: modelChoice(candidates, cmd, policy)
+    naive: naiveResolve(state, now, { ...keyOf(cmd), hostname, takeover: cmd.takeover ?? "wind_down", caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }, policy)
   }
 }
 
 /**
  * The order in which concurrent resolves take effect on Redis: as given, except that a resolve of
- * an id whose placement an earlier resolve of the batch began (it reached DESIGN 5 step 5: placed
+ * an id whose placement an earlier resolve of the batch began (it reached "Resolution" step 5: placed
  * anew, or no live backends) waits for that placement and then asks again ("again" in
  * resolve.lua), after the rest of the batch, in the order of the placements waited for. Yields as it goes: where a resolve waits depends on
  * the earlier answers, which the caller computes between the yields.
@@ -278,9 +295,15 @@ describe.each([
         const prefix = `m${runs++}`
         const memory = makeMemoryBackend(BUCKETS, policy)
         const redis = redisBackend(live.client, prefix, BUCKETS, policy)
-        const known: Knowledge = { incarnations: new Map(), epochs: new Map(), maxEpoch: new Map(), serial: 0 }
+        const known: Knowledge = { incarnations: new Map(), registrations: new Map(), epochs: new Map(), maxEpoch: new Map(), serial: 0 }
         let now = 1_700_000_000_000
-        for (const cmd of cmds) {
+        const queue = [...cmds]
+        for (let cmd = queue.shift(); cmd !== undefined; cmd = queue.shift()) {
+          if (cmd.op === "beat") {
+            const beats = [...known.incarnations.keys()].map((worker): Cmd => ({ op: "heartbeat", worker, stale: false, headroom: cmd!.headroom, draining: false, degraded: false, rejoin: true }))
+            queue.unshift({ op: "advance", ms: cmd.ms }, ...beats)
+            continue
+          }
           now += 1
           if (cmd.op === "advance") {
             now += cmd.ms
@@ -311,7 +334,12 @@ describe.each([
           const actual = await apply(redis, cmd, now, known, incarnation)
           expect(actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(expected)
           if (cmd.op === "heartbeat" && Array.isArray(expected)) (expected as Array<unknown>).slice(0, 1).forEach(covered.count)
-          if (cmd.op === "register") known.incarnations.set(cmd.worker, incarnation)
+          if (cmd.op === "register") {
+            known.incarnations.set(cmd.worker, incarnation)
+            known.registrations.set(cmd.worker, cmd)
+          }
+          // A live worker told its lease is lost registers again.
+          if (cmd.op === "heartbeat" && cmd.rejoin === true && (expected as Array<{ _tag: string }>).some((a) => a._tag === "LeaseLost")) queue.unshift(known.registrations.get(cmd.worker)!)
         }
       }),
       { numRuns: REACH.numRuns }
