@@ -1,0 +1,357 @@
+// Time as a property: the worker library's lease keeper and activations, over the registry
+// (embedded; the model-based tests hold the Redis layer to it), with TestClock advancing by
+// random amounts between random steps: requests through Pinboard's resolve, links to the
+// registry going down or slow (answers lost on the way back too), crashes, restarts, graceful
+// stops, idle releases, bucket wipes and sweeps. At every step:
+//   - no id is held by two workers, and a new placement finds nobody holding its id: a worker
+//     drops an activation before Pinboard could place the id elsewhere;
+//   - a worker holds activations only while the registry's lease of its incarnation runs
+//     (or its bucket was wiped: then the cold start keeps the id unplaced for a lease);
+//   - a heartbeat that reaches the registry after the lease lapsed is answered 410, and the
+//     worker registers again holding nothing.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Exit, FastCheck as fc, Runtime, Scope, TestClock } from "effect"
+import type { RegistryPolicy } from "../../src/registry/Domain.js"
+import { makeMemoryBackend } from "../../src/registry/Memory.js"
+import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import { Activations, type Refusal } from "../../src/worker/Activations.js"
+import { keepLease, type Lease } from "../../src/worker/Lease.js"
+import type { RegistryClient } from "../../src/worker/RegistryClient.js"
+
+const LEASE_MS = 3000
+const BUCKETS = 2
+const T0 = 1_800_000_000_000
+const policy: RegistryPolicy = { leaseMs: LEASE_MS, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: LEASE_MS }
+const WORKERS = ["w1", "w2", "w3"] as const
+const IDS = ["a", "b", "c", "d", "e", "f"]
+const NAMESPACE = "/n"
+const DEEP = process.env.PINBOARD_DEEP === "1"
+const RUNS = DEEP ? { numRuns: 1000, maxLength: 200, seconds: 3000 } : { numRuns: 40, maxLength: 60, seconds: 120 }
+const MIN_RUNS = 15
+
+type Link = { readonly state: "up" } | { readonly state: "down" } | { readonly state: "slow"; readonly delayMs: number }
+
+type Step =
+  | { readonly op: "advance"; readonly ms: number }
+  | { readonly op: "request"; readonly id: string; readonly affinity: string }
+  | { readonly op: "link"; readonly worker: string; readonly link: Link }
+  | { readonly op: "crash" | "start" | "stop" | "idle"; readonly worker: string }
+  | { readonly op: "wipe"; readonly bucket: number }
+  | { readonly op: "sweep" }
+
+const worker = fc.constantFrom(...WORKERS)
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.oneof(fc.integer({ min: 1, max: 1200 }), fc.integer({ min: 1, max: 2 * LEASE_MS })) }), weight: 8 },
+  { arbitrary: fc.record({ op: fc.constant("request" as const), id: fc.constantFrom(...IDS), affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "10.0.0.3") }), weight: 8 },
+  {
+    arbitrary: fc.record({
+      op: fc.constant("link" as const),
+      worker,
+      link: fc.oneof(
+        fc.constant<Link>({ state: "up" }),
+        fc.constant<Link>({ state: "down" }),
+        fc.integer({ min: 1, max: 2 * LEASE_MS }).map((delayMs): Link => ({ state: "slow", delayMs }))
+      )
+    }),
+    weight: 5
+  },
+  { arbitrary: fc.record({ op: fc.constantFrom("crash" as const, "stop" as const), worker }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant("start" as const), worker }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant("idle" as const), worker }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
+  { arbitrary: fc.constant<Step>({ op: "sweep" }), weight: 1 }
+)
+
+/** What the runs covered, printed after them and required to be more than nothing. */
+const seen = new Map<string, number>()
+const count = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1)
+
+/** A worker process: its lease keeper and activations, alive until its scope closes. */
+interface Process {
+  readonly scope: Scope.CloseableScope
+  readonly lease: Lease
+  readonly activations: Activations
+}
+
+interface WorkerState {
+  link: Link
+  process: Process | undefined
+  /** Calls of this worker the registry is processing or answering right now (not waiting on TestClock). */
+  busy: number
+  /** The registry's lease end for the incarnation it last granted, as its answers set it. */
+  granted: { incarnation: string; until: number; wiped: boolean } | undefined
+  /** The last registry call of this process was answered 410: the next one must be a register. */
+  lost: boolean
+}
+
+const holders = (workers: Map<string, WorkerState>, id: string): Array<string> =>
+  [...workers].flatMap(([name, w]) => (w.process?.activations.find(NAMESPACE, id) === undefined ? [] : [name]))
+
+const heldIds = (w: WorkerState): Array<string> => IDS.filter((id) => w.process?.activations.find(NAMESPACE, id) !== undefined)
+
+/** Holding an id, or ready to take one (what the lease keeper tells the activations). */
+const trusts = (w: WorkerState): boolean =>
+  heldIds(w).length > 0 || IDS.some((id) => w.process?.lease.healthyFor({ env: "", namespace: NAMESPACE, id }) === true)
+
+/** One run: a fresh registry and fleet, the steps, the checks after each. */
+const runSteps = (steps: ReadonlyArray<Step>) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const backend = makeMemoryBackend(BUCKETS, policy)
+    const registry: RegistryService = makeRegistry(backend, policy)
+    /** What the registry calls saw wrong: they run in the workers' fibers, so the test reads them after each step. */
+    const violations: Array<string> = []
+    const workers = new Map<string, WorkerState>(WORKERS.map((name) => [name, { link: { state: "up" }, process: undefined, busy: 0, granted: undefined, lost: false }]))
+
+    /** A registry call over the worker's link: lost when the link is down at either end, late when it is slow. */
+    const overLink = <A>(name: string, call: (w: WorkerState) => Effect.Effect<A, unknown>): Promise<A> => {
+      const w = workers.get(name)!
+      const delay = () => (w.link.state === "slow" ? Effect.sleep(w.link.delayMs / 2) : Effect.void)
+      // Read afresh at each end of the crossing: the link may change while a call is on its way.
+      const down = () => w.link.state === "down"
+      const crossing = Effect.gen(function* () {
+        if (down()) return yield* Effect.fail(new Error("connection refused"))
+        yield* delay()
+        if (down()) return yield* Effect.fail(new Error("connection reset"))
+        const answer = yield* Effect.either(Effect.acquireUseRelease(Effect.sync(() => w.busy++), () => call(w), () => Effect.sync(() => w.busy--)))
+        yield* delay()
+        if (down()) return yield* Effect.fail(new Error("answer lost"))
+        return yield* answer
+      })
+      return Runtime.runPromise(runtime)(crossing)
+    }
+
+    /**
+     * At the instant the registry's lease runs out unrenewed, the worker must trust it no more
+     * and hold nothing: checked on TestClock at that instant, not only between steps.
+     */
+    const watchLapse = (name: string, granted: NonNullable<WorkerState["granted"]>) => {
+      const until = granted.until
+      Runtime.runFork(runtime)(
+        Effect.sleep(until - now()).pipe(
+          Effect.andThen(() => {
+            const w = workers.get(name)!
+            if (w.granted !== granted || granted.until !== until || granted.wiped || w.process?.lease.incarnation() !== granted.incarnation) return
+            if (trusts(w)) violations.push(`${name} still trusts its lease at ${until - T0}, when the registry's ran out`)
+            count("lapse watched")
+          })
+        )
+      )
+    }
+
+    const clientOf = (name: string): RegistryClient => ({
+      register: (status) =>
+        overLink(name, (w) =>
+          Effect.gen(function* () {
+            // Registering again after a 410 or a lapse: everything of the lost incarnation is gone already.
+            if (heldIds(w).length > 0) violations.push(`${name} registers again holding ${heldIds(w)}`)
+            const answer = yield* registry.register({ worker: name, advertiseUrl: `http://127.0.0.1:1/${name}`, namespaces: [{ namespace: NAMESPACE, hostname: "", env: "" }], ...status })
+            w.granted = { incarnation: answer.incarnation, until: answer.leaseExpiresAt, wiped: false }
+            w.lost = false
+            watchLapse(name, w.granted)
+            return { incarnation: answer.incarnation, leaseMs: answer.leaseMs, heartbeatMs: answer.heartbeatMs, buckets: answer.buckets, unrenewed: answer.unrenewed }
+          })
+        ),
+      heartbeat: (incarnation, status) =>
+        overLink(name, (w) =>
+          Effect.gen(function* () {
+            if (w.lost) violations.push(`${name} heartbeats after a 410`)
+            const granted = w.granted?.incarnation === incarnation ? w.granted : undefined
+            const lapsed = granted === undefined || now() >= granted.until
+            const answer = yield* Effect.either(registry.heartbeat(name, { incarnation, ...status, degraded: false }))
+            if (lapsed) {
+              // A 410 always follows a lapse, and the lapsed worker holds nothing by then.
+              if (Either.isRight(answer)) violations.push(`${name} renewed at ${now()} after its lease lapsed`)
+              if (heldIds(w).length > 0) violations.push(`${name} holds ${heldIds(w)} past its lease`)
+              count("410 after a lapse")
+            } else if (!granted.wiped && Either.isLeft(answer)) {
+              violations.push(`${name} lost a lease that had not lapsed`)
+            }
+            if (Either.isLeft(answer)) {
+              if (answer.left._tag !== "LeaseLost") return yield* Effect.fail(answer.left)
+              w.lost = true
+              return { _tag: "LeaseLost" as const }
+            }
+            if (granted !== undefined) {
+              granted.until = answer.right.leaseExpiresAt
+              watchLapse(name, granted)
+            }
+            return { _tag: "Renewed" as const, windDown: answer.right.windDown, unrenewed: answer.right.unrenewed }
+          })
+        ),
+      release: (placement, epoch) =>
+        overLink(name, () => Effect.map(registry.release(placement, epoch), (outcome) => outcome._tag === "Done")),
+      deregister: (incarnation) => overLink(name, () => registry.deregister(name, incarnation))
+    })
+
+    const start = (name: string) =>
+      Effect.gen(function* () {
+        const w = workers.get(name)!
+        if (w.process !== undefined) return
+        const scope = yield* Scope.make()
+        const activations: Activations = new Activations(new Map([[NAMESPACE, { activate: () => ({}), idleTimeoutMs: 1 }]]), {
+          worker: name,
+          now,
+          release: (placement, epoch) => clientOf(name).release(placement, epoch),
+          callAs: () => () => Promise.reject(new Error("no calls here")),
+          log: () => undefined
+        })
+        const lease = yield* Scope.extend(
+          keepLease(clientOf(name), {
+            drop: (reason, which) => {
+              count(`dropped: ${reason}`)
+              return Effect.promise(() => (which === undefined ? activations.dropAll(reason) : activations.dropWhere(which, reason)))
+            },
+            windDown: () => Effect.void,
+            status: () => ({ headroom: 5, draining: false })
+          }),
+          scope
+        )
+        w.process = { scope, lease, activations }
+        w.lost = false
+      })
+
+    /** A process gone: its fibers stop and its memory with them; a graceful stop deregisters first. */
+    const end = (name: string, graceful: boolean) =>
+      Effect.gen(function* () {
+        const w = workers.get(name)!
+        const process = w.process
+        if (process === undefined) return
+        if (graceful) {
+          yield* Effect.promise(() => process.activations.dropAll("shutdown"))
+          yield* Effect.fork(process.lease.deregister)
+        }
+        w.process = undefined
+        yield* Scope.close(process.scope, Exit.void)
+      })
+
+    /** Pinboard's part: resolve, forward to the owner, and on a refusal nack it and place once more elsewhere. */
+    const request = (id: string, affinity: string, excluded: ReadonlyArray<string> = []): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const placed = yield* Effect.either(registry.resolve({ env: "", namespace: NAMESPACE, id, hostname: "", caller: undefined, affinity, excluded }))
+        if (Either.isLeft(placed)) return void count(`refused: ${placed.left._tag}`)
+        const { worker: owner, epoch, isNew } = placed.right
+        count(isNew ? "placed anew" : "forwarded")
+        // The decisive instant: Pinboard could send the id elsewhere only if nobody holds it.
+        if (isNew) expect(holders(workers, id), `${id} placed on ${owner} while held`).toEqual([])
+        const process = workers.get(owner)!.process
+        if (process === undefined) return void count("owner down")
+        const entered: Awaited<ReturnType<Activations["enter"]>> = yield* Effect.promise(() =>
+          process.activations.enter({ env: "", namespace: NAMESPACE, id, epoch, hostname: undefined }, process.lease.healthyFor)
+        )
+        if (typeof entered === "string") {
+          count(`worker refused: ${entered satisfies Refusal}`)
+          yield* Effect.ignore(registry.nack(owner))
+          if (excluded.length === 0) yield* request(id, affinity, [owner])
+          return
+        }
+        expect(entered.epoch, `${owner} serves ${id} at another epoch`).toBe(epoch)
+        process.activations.leave(entered)
+        count("served")
+      })
+
+    /** The registry's own view of who may hold what, checked after every step. */
+    const checkHolders = () => {
+      expect(violations).toEqual([])
+      for (const id of IDS) expect(holders(workers, id).length, `${id} held twice`).toBeLessThanOrEqual(1)
+      for (const [name, w] of workers) {
+        if (!trusts(w)) continue
+        const granted = w.granted
+        expect(granted !== undefined && w.process?.lease.incarnation() === granted.incarnation, `${name} trusts an incarnation the registry did not grant`).toBe(true)
+        if (!granted!.wiped) expect(now(), `${name} trusts its lease past the registry's`).toBeLessThan(granted!.until)
+      }
+    }
+
+    /**
+     * TestClock wakes fibers one instant at a time; the registry calls and activations run on
+     * promises in between. Nothing is waited for by time: the event loop turns until no call is
+     * inside the registry and no fiber of the test has work left at this instant.
+     */
+    const quiesce = Effect.gen(function* () {
+      for (let quiet = 0; quiet < 3; ) {
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        quiet = [...workers.values()].some((w) => w.busy > 0) ? 0 : quiet + 1
+      }
+      yield* TestClock.adjust(0)
+    })
+
+    // Whatever happens, no worker outlives its run.
+    yield* Effect.addFinalizer(() => Effect.forEach(WORKERS, (name) => end(name, false)))
+    for (const name of WORKERS) yield* start(name)
+    yield* quiesce
+    yield* TestClock.adjust(LEASE_MS)
+    yield* quiesce
+    for (const s of steps) {
+      switch (s.op) {
+        case "advance":
+          yield* TestClock.adjust(s.ms)
+          break
+        case "request":
+          yield* request(s.id, s.affinity)
+          break
+        case "link":
+          workers.get(s.worker)!.link = s.link
+          break
+        case "crash":
+          yield* end(s.worker, false)
+          break
+        case "stop":
+          yield* end(s.worker, true)
+          break
+        case "start":
+          yield* start(s.worker)
+          break
+        case "idle": {
+          const process = workers.get(s.worker)!.process
+          if (process !== undefined) yield* Effect.fork(Effect.promise(() => process.activations.sweepIdle()))
+          break
+        }
+        case "wipe":
+          backend.wipe(s.bucket)
+          for (const w of workers.values()) if (w.granted !== undefined) w.granted.wiped = true
+          count("wiped")
+          break
+        case "sweep":
+          yield* Effect.ignore(registry.sweep)
+          break
+      }
+      yield* quiesce
+      checkHolders()
+    }
+    // The leases granted last run out, so that their instants are checked too.
+    yield* TestClock.adjust(LEASE_MS)
+    yield* quiesce
+    checkHolders()
+  })
+
+describe("time as a property: lease keeper, activations and registry together", () => {
+  it.effect(
+    "at every step: one holder per id, placements only where nobody holds, 410 after every lapse",
+    () =>
+      Effect.gen(function* () {
+        seen.clear()
+        yield* TestClock.setTime(T0)
+        const runtime = yield* Effect.runtime<never>()
+        // A run takes a second or more of real time (TestClock waits for the fibers at every instant
+        // it wakes), so the runs stop at a time budget: at least MIN_RUNS must fit in it.
+        const details = yield* Effect.promise(() =>
+          fc.check(
+            fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: RUNS.maxLength, size: "max" }), (steps) =>
+              Runtime.runPromise(runtime)(Effect.scoped(runSteps(steps)))
+            ),
+            { numRuns: RUNS.numRuns, interruptAfterTimeLimit: RUNS.seconds * 1000 }
+          )
+        )
+        if (details.failed) throw new Error(fc.defaultReportMessage(details))
+        console.log(`time property: ${details.numRuns} runs of up to ${RUNS.maxLength} steps${details.interrupted ? " (time budget reached)" : ""}; ${[...seen].sort((a, b) => b[1] - a[1]).map(([what, n]) => `${what} ${n}`).join(", ")}`)
+        expect(details.numRuns).toBeGreaterThanOrEqual(MIN_RUNS)
+        // The runs reached what they are about.
+        for (const what of ["lapse watched", "placed anew", "served", "410 after a lapse", "dropped: lease-unhealthy", "dropped: lease-lost", "worker refused: lease-unhealthy"]) {
+          expect(seen.get(what) ?? 0, what).toBeGreaterThan(0)
+        }
+      }),
+    (RUNS.seconds + 60) * 1000
+  )
+})
