@@ -31,8 +31,8 @@ const COLD_START = '{"error":"registry cold start, retry"}'
 const NO_BACKENDS = '{"error":"no live backends for namespace"}'
 const UNKNOWN_NAMESPACE = '{"error":"unknown namespace"}'
 
-/** The shard-loss Pinboard's lease: two leases of outage stay short. */
-const LEASE_MS = 2000
+/** The shard-loss Pinboard's lease: two leases of outage stay short; long enough for a busy machine, so it scales. */
+const LEASE_MS = scaled(2000)
 /** How soon a dead shard's buckets answer: the registry's 1 s timeout, and slack for the machine. */
 const PROMPT_MS = 1000 + scaled(500)
 /**

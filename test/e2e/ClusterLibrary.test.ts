@@ -12,7 +12,8 @@ import { quietWindow, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
 
 const UNAVAILABLE = '{"error":"registry unavailable, retry"}'
-const LEASE_MS = 3000
+/** Sized for the fan-out's wait on the dead shard and a busy machine, so it scales. */
+const LEASE_MS = scaled(3000)
 
 interface State {
   readonly status: number
