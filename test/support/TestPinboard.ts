@@ -5,7 +5,7 @@ import { appLayer } from "../../src/App.js"
 import type { PinboardConfig } from "../../src/Config.js"
 import { freePort } from "./RedisServer.js"
 import { configForTests } from "./TestConfig.js"
-import { poll } from "./Time.js"
+import { poll, scaled } from "./Time.js"
 
 export interface TestPinboard {
   readonly url: string
@@ -16,7 +16,7 @@ export interface TestPinboard {
 
 const healthy = async (url: string): Promise<boolean> => {
   try {
-    const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+    const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(scaled(1000)) })
     await response.arrayBuffer()
     return response.status === 200
   } catch {
