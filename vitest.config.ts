@@ -1,9 +1,11 @@
 import { defineConfig } from "vitest/config"
+import { scaled } from "./test/support/Time.js"
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 30_000
+    // PINBOARD_TEST_TIME_SCALE stretches these with every other real-time bound of the tests.
+    testTimeout: scaled(30_000),
+    hookTimeout: scaled(30_000)
   }
 })

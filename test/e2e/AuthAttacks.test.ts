@@ -21,6 +21,7 @@ import {
   type CallerClaims,
   type RsaKey
 } from "../support/AuthFixtures.js"
+import { scaled } from "../support/Time.js"
 
 const ISSUER = "https://issuer.pinboard.test/"
 const AUDIENCE = "pinboard-attacks"
@@ -59,7 +60,7 @@ describe("auth attacks (embedded registry)", () => {
       await fleet.stop()
       throw error
     }
-  }, 60_000)
+  }, scaled(60_000))
   afterAll(async () => {
     await fleet.stop()
   })

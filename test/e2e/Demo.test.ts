@@ -5,6 +5,7 @@ import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { freePort, isAlive, killPid, spawnProcess, waitForPidGone, type Spawned } from "../support/Processes.js"
+import { scaled } from "../support/Time.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const LEASE_MS = 2000
@@ -96,5 +97,5 @@ describe("npm run demo", () => {
     expect(await demo.exited).toEqual({ code: 0, signal: null })
     for (const pid of childPids) expect(await waitForPidGone(pid, 2_000)).toBe(true)
     expect(demo.lines.filter((line) => line.includes("deregistered"))).toHaveLength(2)
-  }, 60_000)
+  }, scaled(60_000))
 })

@@ -13,6 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Fleet, TOKEN, registryCall, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
 import { parseResponse, rawExchange, rawRequestHead, request } from "../support/Wire.js"
+import { scaled } from "../support/Time.js"
 
 const raw = async (pinboard: Pinboard, method: string, target: string, body?: unknown) => {
   const text = body === undefined ? "" : JSON.stringify(body)
@@ -39,7 +40,7 @@ describe("fuzz regressions: dot segments in registry paths", () => {
       await fleet.stop()
       throw error
     }
-  }, 60_000)
+  }, scaled(60_000))
   afterAll(async () => {
     await fleet.stop()
   })

@@ -22,6 +22,7 @@ import {
 import { runInspect } from "../support/InspectRun.js"
 import { freePort } from "../support/Processes.js"
 import { request } from "../support/Wire.js"
+import { scaled } from "../support/Time.js"
 
 /** The label of a line of `inspect id`'s text, and what follows it. */
 const field = (stdout: string, label: string): string => {
@@ -55,7 +56,7 @@ describe("pinboard inspect", () => {
       PINBOARD_BUCKETS: String(BUCKETS)
     }
     await waitForColdStart(pinboard, "/threads")
-  }, 60_000)
+  }, scaled(60_000))
 
   afterAll(async () => {
     await fleet.stop()
@@ -240,7 +241,7 @@ describe("pinboard inspect on a fleet whose list passes 1 MiB", () => {
     const first = (await registryCall(pinboard, "GET", "/registry/workers")).json as { workers: Array<{ worker: string }>; next?: string }
     expect(first.next).toBeDefined()
     expect(first.workers.map((w) => w.worker)).not.toContain(SOLO)
-  }, 60_000)
+  }, scaled(60_000))
 
   afterAll(async () => {
     await fleet.stop()

@@ -9,6 +9,7 @@ import { eventually, registryCall, TOKEN, uid } from "../support/Fleet.js"
 import { runInspect } from "../support/InspectRun.js"
 import { LibraryFleet, type LibraryWorker } from "../support/LibraryFleet.js"
 import { request, type Answer } from "../support/Wire.js"
+import { scaled } from "../support/Time.js"
 
 const NS = "/notes"
 const IDLE_MS = 1500
@@ -38,7 +39,7 @@ beforeAll(async () => {
     lf.worker({ id: uid("lb"), namespaces: [NS], hostnames: [{ hostname: "b.example", env: "prod" }] }),
     lf.worker({ id: uid("ls"), namespaces: [NS], hostnames: [{ hostname: "s.example", env: "staging" }], idleMs: IDLE_MS })
   ])
-}, 60_000)
+}, scaled(60_000))
 
 afterAll(async () => {
   await lf.stop()

@@ -8,6 +8,7 @@ import WebSocket from "ws"
 import { eventually, Fleet, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
 import { freePort } from "../support/Processes.js"
 import { request, type Answer } from "../support/Wire.js"
+import { scaled } from "../support/Time.js"
 
 // ---- the Prometheus text format (0.0.4), parsed here ------------------------------------------
 
@@ -257,7 +258,7 @@ beforeAll(async () => {
     await fleet.stop()
     throw error
   }
-}, 60_000)
+}, scaled(60_000))
 
 afterAll(async () => {
   await fleet.stop()

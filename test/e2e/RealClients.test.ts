@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, Fleet, STANDARD_CONFIG, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
 import { freePort } from "../support/Processes.js"
 import { headerValues, rawConnection, rawExchange, rawUpgradeHead, type RawResponse } from "../support/Wire.js"
+import { scaled } from "../support/Time.js"
 
 const run = promisify(execFile)
 const JAVA_CLIENT = new URL("../fixtures/H2cClient.java", import.meta.url).pathname
@@ -100,7 +101,7 @@ describe("real clients (embedded registry)", () => {
     port = pinboard.port
     await fleet.worker(pinboard, { id: "wa", namespaces: ["/threads"] })
     await waitForColdStart(pinboard, "/threads")
-  }, 60_000)
+  }, scaled(60_000))
   afterAll(() => fleet.stop())
 
   describe("an upgrade offer other than WebSocket is an ordinary request", () => {
@@ -193,8 +194,14 @@ describe("real clients (embedded registry)", () => {
     })
 
     it("a WebSocket offer is still the tunnel: the worker's 101", async () => {
-      const exchange = await rawExchange(port, rawUpgradeHead(`/threads/${uid("ws")}/ws`), 1000)
-      expect(exchange.bytes.toString("latin1")).toMatch(/^HTTP\/1\.1 101 /)
+      const connection = await rawConnection(port)
+      try {
+        connection.write(rawUpgradeHead(`/threads/${uid("ws")}/ws`))
+        const [response] = await connection.responses(1)
+        expect(response!.statusLine).toMatch(/^HTTP\/1\.1 101 /)
+      } finally {
+        connection.close()
+      }
     })
 
     it.runIf(curlOnPath)("curl --http2 itself, GET and POST: the worker's answers", async () => {
@@ -224,7 +231,7 @@ describe("real clients (embedded registry)", () => {
         expect(echo).toMatchObject({ method: "POST", bodyBytes: 16, bodySha256: sha256('{"hello":"java"}') })
         expectNoOffer(echo)
       },
-      90_000
+      scaled(90_000)
     )
   })
 

@@ -1,9 +1,14 @@
 // Graceful shutdown of the built binary (DESIGN 9, 11 "Shutdown"): on SIGTERM /readyz
 // turns 503 and never 200 again, the listener stops accepting, in-flight forwards get
-// shutdown.graceMs to finish, then tunnels close; exit 0.
+// shutdown.graceMs to finish, then tunnels close; exit 0. The forwards in flight are the
+// worker's /hold, which ends only when the test releases it, so each check runs while the
+// process is still draining.
+import http from "node:http"
+import net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import WebSocket from "ws"
-import { Fleet, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import { Fleet, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
+import { poll, scaled, within } from "../support/Time.js"
 import { request } from "../support/Wire.js"
 
 let fleet: Fleet
@@ -11,12 +16,15 @@ afterEach(async () => {
   await fleet.stop()
 })
 
+/** A grace the test's own steps never use up: a forward it releases is never cut. */
+const LONG_GRACE_MS = scaled(10_000)
+
 const start = async (graceMs: number) => {
   fleet = new Fleet()
   const pinboard = await fleet.pinboard({ config: { shutdown: { graceMs } } })
-  await fleet.worker(pinboard, { id: uid("w"), namespaces: ["/threads"] })
+  const worker = await fleet.worker(pinboard, { id: uid("w"), namespaces: ["/threads"] })
   await waitForColdStart(pinboard, "/threads")
-  return pinboard
+  return { pinboard, worker }
 }
 
 const openTunnel = async (pinboard: Pinboard) => {
@@ -30,47 +38,102 @@ const openTunnel = async (pinboard: Pinboard) => {
   return { socket, closed }
 }
 
+interface Held {
+  readonly name: string
+  /** The whole body once the response ends, or "cut"; with when that was. */
+  readonly outcome: Promise<{ readonly body: string; readonly at: number }>
+  readonly settled: () => boolean
+}
+
+/** A forward of the worker's /hold through Pinboard, resolved once its first line has reached the client. */
+const holdOpen = (pinboard: Pinboard): Promise<Held> => {
+  const name = uid("hold")
+  const opened = new Promise<Held>((resolve, reject) => {
+    const req = http.get({ host: "127.0.0.1", port: pinboard.port, path: `/threads/${uid("t")}/hold?name=${name}`, agent: false })
+    req.once("error", reject)
+    req.once("response", (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`the hold answered ${res.statusCode}`))
+      let body = ""
+      let settled = false
+      const outcome = new Promise<{ body: string; at: number }>((done) => {
+        res.once("close", () => {
+          settled = true
+          done({ body: res.complete ? body : "cut", at: performance.now() })
+        })
+        res.on("error", () => undefined)
+      })
+      res.on("data", (chunk: Buffer) => {
+        body += chunk.toString()
+        if (body === "held\n") resolve({ name, outcome, settled: () => settled })
+      })
+    })
+  })
+  return within(opened, 10_000, "the held forward's first line")
+}
+
+const release = async (worker: Worker, held: Held) => {
+  expect((await request(worker, `/threads/x/release?name=${held.name}`)).status).toBe(200)
+}
+
+/** True when a new connection to the port is refused (nothing listens), false when it is accepted. */
+const refused = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(false)
+    })
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"))
+  })
+
+const untilRefused = (pinboard: Pinboard) => poll(() => refused(pinboard.port), { timeoutMs: 5_000, reason: "the listener to stop accepting" })
+
 describe("shutdown", () => {
-  it("lets an in-flight forward finish, refuses new connections, closes tunnels after it, exits 0", async () => {
-    const pinboard = await start(5_000)
+  it("refuses new connections while an in-flight forward finishes, closes tunnels after it, exits 0", async () => {
+    const { pinboard, worker } = await start(LONG_GRACE_MS)
     const tunnel = await openTunnel(pinboard)
-    const inFlight = request(pinboard, `/threads/${uid("t")}/stream?chunks=4&everyMs=300`)
-    await new Promise((resolve) => setTimeout(resolve, 150))
+    const held = await holdOpen(pinboard)
 
-    process.kill(pinboard.pid, "SIGTERM")
     const signalled = performance.now()
-    const answer = await inFlight
-    expect(answer.status).toBe(200)
-    expect(answer.text).toBe("chunk 0\nchunk 1\nchunk 2\nchunk 3\n")
+    process.kill(pinboard.pid, "SIGTERM")
+    await untilRefused(pinboard)
+    // Refused while still draining: the process is alive, the forward and the tunnel still open.
+    expect(pinboard.process.exit).toBeUndefined()
+    expect(held.settled()).toBe(false)
+    expect(tunnel.socket.readyState).toBe(WebSocket.OPEN)
 
+    const releasedAt = performance.now()
+    await release(worker, held)
+    expect((await held.outcome).body).toBe("held\nreleased\n")
     const tunnelClosedAt = await tunnel.closed
-    // Closed once the forward was done, well before the grace period ran out.
-    expect(tunnelClosedAt - signalled).toBeLessThan(4_000)
+    expect(tunnelClosedAt).toBeGreaterThan(releasedAt)
+    // Closed once the forward was done, not when the grace period ran out.
+    expect(tunnelClosedAt - signalled).toBeLessThan(LONG_GRACE_MS)
     expect(await pinboard.process.exited).toEqual({ code: 0, signal: null })
     await expect(fetch(`${pinboard.url}/readyz`)).rejects.toThrow()
   })
 
   it("cuts a forward that outlasts shutdown.graceMs, and still exits 0", async () => {
-    const pinboard = await start(500)
-    const inFlight = request(pinboard, `/threads/${uid("t")}/stream?chunks=20&everyMs=200`).then(
-      (answer) => answer.status,
-      () => "cut"
-    )
-    await new Promise((resolve) => setTimeout(resolve, 150))
+    const graceMs = 500
+    const { pinboard } = await start(graceMs)
+    const held = await holdOpen(pinboard)
+    const signalled = performance.now()
     process.kill(pinboard.pid, "SIGTERM")
-    expect(await inFlight).toBe("cut")
+    const outcome = await held.outcome
+    expect(outcome.body).toBe("cut")
+    // Not before the grace: the process got the signal after `signalled`, and timers never fire early.
+    expect(outcome.at - signalled).toBeGreaterThanOrEqual(graceMs)
     expect(await pinboard.process.exited).toEqual({ code: 0, signal: null })
   })
 
   it("answers /readyz 503 while draining", async () => {
-    const pinboard = await start(3_000)
-    // Keep the process draining with a slow forward, and ask /readyz on a connection opened before.
-    const inFlight = request(pinboard, `/threads/${uid("t")}/stream?chunks=5&everyMs=300`)
-    const agentSocket = await import("node:net").then(({ connect }) => connect(pinboard.port, "127.0.0.1"))
+    const { pinboard, worker } = await start(LONG_GRACE_MS)
+    // Keep the process draining with a held forward, and ask /readyz on a connection opened before.
+    const held = await holdOpen(pinboard)
+    const agentSocket = net.connect(pinboard.port, "127.0.0.1")
     await new Promise((resolve) => agentSocket.once("connect", resolve))
-    await new Promise((resolve) => setTimeout(resolve, 150))
     process.kill(pinboard.pid, "SIGTERM")
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await untilRefused(pinboard)
     const reply = await new Promise<string>((resolve) => {
       let text = ""
       agentSocket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")))
@@ -80,7 +143,9 @@ describe("shutdown", () => {
     })
     expect(reply).toMatch(/^HTTP\/1\.1 503 /)
     expect(reply).toContain('{"error":"not ready"}')
-    expect((await inFlight).status).toBe(200)
+    expect(pinboard.process.exit).toBeUndefined()
+    await release(worker, held)
+    expect((await held.outcome).body).toBe("held\nreleased\n")
     expect(await pinboard.process.exited).toEqual({ code: 0, signal: null })
   })
 })

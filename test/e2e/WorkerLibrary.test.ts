@@ -15,6 +15,7 @@ import { AFFINITY_HEADER, affinityFor, LibraryFleet, mintAttestation, type Libra
 import { killPid } from "../support/Processes.js"
 import { connect, redisBackend, wipeBucket } from "../support/RedisBackend.js"
 import { parseResponse, rawExchange, rawUpgradeHead, request, type Answer } from "../support/Wire.js"
+import { scaled } from "../support/Time.js"
 
 const JSON_TYPE = "application/json"
 const EPOCH = /^(0|[1-9][0-9]*)$/
@@ -38,7 +39,7 @@ const lf = new LibraryFleet()
 
 beforeAll(async () => {
   await lf.start()
-}, 60_000)
+}, scaled(60_000))
 
 afterAll(async () => {
   await lf.stop()
@@ -134,7 +135,7 @@ describe("worker library behind Pinboard (redis registry)", () => {
     expect(leaseEnd - droppedAt).toBeGreaterThanOrEqual(marginMs / 2)
     expect(droppedAt).toBeLessThan(bActivated.t)
     // A answered nothing after it dropped the id.
-    expect(answers.filter((x) => x.worker === a.id && x.at > droppedAt + 50)).toEqual([])
+    expect(answers.filter((x) => x.worker === a.id && x.at > droppedAt + scaled(50))).toEqual([])
 
     expect(onB).toMatchObject({ worker: b.id, count: 1 })
     expect(compareEpochs(onB.epoch, first.epoch)).toBe(1)

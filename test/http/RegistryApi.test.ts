@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { PinboardConfig } from "../../src/Config.js"
 import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
 import { startPinboard, type TestPinboard } from "../support/TestPinboard.js"
+import { poll as pollFor, scaled } from "../support/Time.js"
 import { request, type Answer as WireAnswer, type RequestOptions } from "../support/Wire.js"
 
 const TOKEN = "test-token"
@@ -90,15 +91,9 @@ const expectBadRequest = (answer: Answer, field: string): void => {
 
 const field = <A>(answer: Answer, name: string): A => (answer.json as Record<string, A>)[name]!
 
-const poll = async <A>(what: string, deadlineMs: number, attempt: () => Promise<A | undefined>): Promise<A> => {
-  const started = performance.now()
-  for (;;) {
-    const done = await attempt()
-    if (done !== undefined) return done
-    if (performance.now() - started > deadlineMs) throw new Error(`${what}: not within ${deadlineMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
+/** Polls `attempt` until it answers something; fails naming `what` after `timeoutMs` (nominal, scaled). */
+const poll = <A>(what: string, timeoutMs: number, attempt: () => Promise<A | undefined>): Promise<A> =>
+  pollFor(attempt, { timeoutMs, reason: what })
 
 // --- Registry calls ---
 
@@ -499,7 +494,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
       beforeAll(async () => {
         pb = await start({ leaseMs: 120_000 })
         await registerAll(pb, IDS, "http://127.0.0.1:9/")
-      }, 60_000)
+      }, scaled(60_000))
       afterAll(async () => {
         await pb.stop()
       })
@@ -597,7 +592,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
       beforeAll(async () => {
         pb = await start({ leaseMs: 120_000 })
         await registerAll(pb, IDS, BIG_URL)
-      }, 60_000)
+      }, scaled(60_000))
       afterAll(async () => {
         await pb.stop()
       })
@@ -970,7 +965,8 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
 
 describe("Redis outage", () => {
   const UNAVAILABLE = { error: "registry unavailable, retry" }
-  const OUTAGE_ANSWER_MS = 2500
+  // The registry's 1 s timeout, and slack for the machine.
+  const OUTAGE_ANSWER_MS = 1000 + scaled(1500)
 
   it("turns /readyz 503 and registry calls 503 with Retry-After: 1 quickly, then resumes on a new redis-server on the same port", async () => {
     const worker = await startWorker("w1")

@@ -5,7 +5,8 @@ import net from "node:net"
 import { Deferred, Effect } from "effect"
 import type { FakeCall } from "../support/FakeUpstream.js"
 import { makeFakeUpstream } from "../support/FakeUpstream.js"
-import { io, pipelineHarness } from "../support/PipelineHarness.js"
+import { pipelineHarness } from "../support/PipelineHarness.js"
+import { until } from "../support/Turns.js"
 
 const key = { env: "", namespace: "/threads", id: "t1" }
 const REFUSAL = { "pinned-refusal": "lease-unhealthy", "x-from-refusal": "1" }
@@ -106,12 +107,14 @@ describe("inflight cap", () => {
       // Headers in: the slot is free again, even while the body still streams.
       call.headers(200)
       call.data("streaming")
-      yield* io
+      // The client has the headers, so the worker's were in before: the slot is free.
+      const streaming = yield* Effect.promise(() => waiting.response)
+      expect(streaming.status).toBe(200)
       const next = request("/threads/t1")
       answer(yield* nextCall())
       expect((yield* Effect.promise(() => next.response)).status).toBe(200)
       call.end()
-      expect((yield* Effect.promise(() => waiting.response)).status).toBe(200)
+      expect(yield* Effect.promise(() => streaming.text())).toBe("streaming")
     })
   )
   it.scoped("a forward that fails before headers gives its slot back", () =>
@@ -175,17 +178,22 @@ describe("a client that goes away", () => {
   it.scoped("before the forward starts: nothing is sent to the worker", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
+      const resolving = yield* Deferred.make<void>()
       const resolveMayGo = yield* Deferred.make<void>()
-      const { port } = yield* pipelineHarness(fake, { holdResolves: Deferred.await(resolveMayGo) })
+      const { port, handled, openConnections } = yield* pipelineHarness(fake, {
+        holdResolves: Effect.zipRight(Deferred.succeed(resolving, undefined), Deferred.await(resolveMayGo))
+      })
       const socket = net.connect(port, "127.0.0.1")
       yield* Effect.promise(() => new Promise((resolve) => socket.once("connect", resolve)))
       socket.write("GET /threads/t1 HTTP/1.1\r\nHost: x\r\n\r\n")
-      yield* io
+      yield* Deferred.await(resolving)
       socket.destroy()
-      yield* io
+      yield* until(() => openConnections() === 0, "the server to see the client go")
       yield* Deferred.succeed(resolveMayGo, undefined)
-      yield* io
+      // Done with the request, or (wrongly) forwarding it to a worker that never answers.
+      yield* until(() => handled() || fake.calls.length > 0, "the request to be handled")
       expect(fake.calls.length).toBe(0)
+      expect(handled()).toBe(true)
     })
   )
 })

@@ -4,7 +4,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { makeFakeUpstream } from "../support/FakeUpstream.js"
-import { io, pipelineHarness } from "../support/PipelineHarness.js"
+import { pipelineHarness } from "../support/PipelineHarness.js"
+import { flush } from "../support/Turns.js"
 
 const key = { env: "", namespace: "/threads", id: "t1" }
 const harness = (fake: Parameters<typeof pipelineHarness>[0], stallResolves = 0) => pipelineHarness(fake, { stallResolves })
@@ -13,12 +14,12 @@ describe("forward limits under TestClock", () => {
   it.scoped("a worker that does not connect within 5 s: 502, and the new placement is released", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
-      const { registry, request, nextCall } = yield* harness(fake)
+      const { registry, request, nextCall, answered } = yield* harness(fake)
       const client = request("/threads/t1")
       yield* nextCall()
       yield* TestClock.adjust(4_999)
-      yield* io
-      expect(client.settled()).toBe(false)
+      yield* flush
+      expect(answered()).toBe(false)
       yield* TestClock.adjust(1)
       const response = yield* Effect.promise(() => client.response)
       expect(response.status).toBe(502)
@@ -31,13 +32,14 @@ describe("forward limits under TestClock", () => {
   it.scoped("no headers within forwards.timeoutMs of sending: 504 upstream timeout", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
-      const { request, nextCall } = yield* harness(fake)
+      const { request, nextCall, answered } = yield* harness(fake)
       const client = request("/threads/t1")
       const call = yield* nextCall()
       call.connect()
       yield* TestClock.adjust(30_000 - 1)
-      yield* io
-      expect(client.settled()).toBe(false)
+      yield* flush
+      expect(answered()).toBe(false)
+      expect(call.controller.aborted).toBe(false)
       yield* TestClock.adjust(1)
       const response = yield* Effect.promise(() => client.response)
       expect(response.status).toBe(504)

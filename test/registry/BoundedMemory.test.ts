@@ -8,6 +8,7 @@ import { Metrics } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
 import { countKeys, useRedis } from "../support/RedisBackend.js"
 import { configForTests } from "../support/TestConfig.js"
+import { poll, scaled } from "../support/Time.js"
 
 const LEASE = 15_000
 const BUCKETS = 16
@@ -20,16 +21,11 @@ const FIXED_KEYS_PER_BUCKET = 5
 
 const redis = useRedis()
 
-const realPause = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 25)))
 /** The test's keys, less those matching `except`. */
 const keysBut = async (except: RegExp): Promise<number> => (await redis.client.keys("\\{bounded:*")).filter((key) => !except.test(key)).length
+/** The sweeps the clock steps woke run against the real Redis: poll it until they are done. */
 const untilKeysAtMost = (bound: number, except = /^$/) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 200; i++) {
-      if ((yield* Effect.promise(() => keysBut(except))) <= bound) return
-      yield* realPause
-    }
-  })
+  Effect.promise(() => poll(async () => (await keysBut(except)) <= bound, { timeoutMs: 5000, reason: `at most ${bound} keys (but ${except})` }))
 
 describe("bounded memory on Redis", () => {
   it.scoped(
@@ -79,6 +75,6 @@ describe("bounded memory on Redis", () => {
         expect(yield* Effect.promise(() => countKeys(redis.client, "bounded"))).toBeLessThanOrEqual(FIXED_KEYS_PER_BUCKET * BUCKETS)
         expect(yield* registry.workers).toEqual([])
       }),
-    60_000
+    scaled(60_000)
   )
 })

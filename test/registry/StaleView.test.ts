@@ -16,6 +16,7 @@ import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { makeRedisViews, parsePayload, type RedisViews } from "../../src/registry/RedisView.js"
 import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
 import { useRedis } from "../support/RedisBackend.js"
+import { scaled } from "../support/Time.js"
 
 const BUCKETS = 3
 const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }
@@ -338,7 +339,7 @@ describe("registry: view-based placement with a stale membership view (one redis
     expect(coverage.heldDiffered).toBeGreaterThan(0)
     expect(coverage.heldMissed).toBeGreaterThan(0)
     expect(coverage.heldReRankPlaced).toBeGreaterThan(0)
-  }, 120_000)
+  }, scaled(120_000))
 
   it("a stale view's refused proposal is re-ranked; a held view misses a new worker; a release catches up", async () => {
     const r = new Run(live.client, `example${runs++}`)

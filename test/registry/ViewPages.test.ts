@@ -11,6 +11,7 @@ import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { makeRedisViews, type RedisViews } from "../../src/registry/RedisView.js"
 import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
 import { useRedis } from "../support/RedisBackend.js"
+import { scaled } from "../support/Time.js"
 
 const BUCKETS = 2
 const policy: RegistryPolicy = { leaseMs: 60_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 60_000 }
@@ -92,5 +93,5 @@ describe("a membership view far behind its bucket", () => {
     expect(await run(fresh.backend.resolve(target, LATER, query(id)))).toMatchObject({ _tag: "Placed", worker: expected, isNew: true })
     expect(fresh.reads.get("members")).toBe(2)
     expect(fresh.views().view(target).records.size).toBe(301)
-  }, 60_000)
+  }, scaled(60_000))
 })

@@ -11,33 +11,18 @@ import { afterAll, beforeAll, it } from "vitest"
 import { freePort, spawnProcess, type Spawned } from "./Processes.js"
 import { startRedisCluster, type ClusterOptions, type RedisCluster } from "./RedisCluster.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
+import { poll, scaled } from "./Time.js"
 import { request } from "./Wire.js"
+
+export { eventually } from "./Time.js"
 
 const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
 const WORKER = new URL("../fixtures/worker.mjs", import.meta.url).pathname
 
 export const TOKEN = "e2e-deployment-token"
-/** Short enough for a quick cold start; long enough that a busy machine keeps its leases. */
-export const LEASE_MS = 2000
+/** Short enough for a quick cold start; long enough that a busy machine keeps its leases (so it scales). */
+export const LEASE_MS = scaled(2000)
 export const BUCKETS = 16
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * Polls `check` until it stops throwing, for effects the contract orders only loosely (a nack
- * counted, a placement released, while or after the answer is written). Rethrows the last failure.
- */
-export const eventually = async <A>(check: () => Promise<A> | A, timeoutMs = 2000): Promise<A> => {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (performance.now() > deadline) throw error
-      await sleep(25)
-    }
-  }
-}
 
 let counter = 0
 /** A fresh id (or key) per use, so tests sharing a fleet never share a placement. */
@@ -146,17 +131,19 @@ export class Fleet {
     const child = spawnProcess(process.execPath, [MAIN], { env })
     this.stops.push(() => child.kill())
     const url = `http://127.0.0.1:${port}`
-    const deadline = performance.now() + 15_000
-    for (;;) {
-      const exit = await Promise.race([child.exited, sleep(50).then(() => undefined)])
-      if (exit !== undefined) throw new Error(`pinboard exited during start-up (${JSON.stringify(exit)}):\n${child.lines.join("\n")}`)
-      const healthy = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
-        async (res) => (await res.arrayBuffer(), res.status === 200),
-        () => false
-      )
-      if (healthy) return { url, port, pid: child.pid, process: child, leaseMs, stop: async () => void (await child.kill()) }
-      if (performance.now() > deadline) throw new Error(`pinboard did not answer /healthz:\n${child.lines.join("\n")}`)
-    }
+    await poll(
+      async () => {
+        if (child.exit !== undefined) throw new Error(`pinboard exited during start-up (${JSON.stringify(child.exit)}):\n${child.lines.join("\n")}`)
+        return fetch(`${url}/healthz`, { signal: AbortSignal.timeout(scaled(1000)) }).then(
+          async (res) => (await res.arrayBuffer(), res.status === 200),
+          () => false
+        )
+      },
+      { timeoutMs: 15_000, reason: `pinboard's /healthz on ${url}` }
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; its output:\n${child.lines.join("\n")}`)
+    })
+    return { url, port, pid: child.pid, process: child, leaseMs, stop: async () => void (await child.kill()) }
   }
 
   async worker(pinboard: Pinboard, options: WorkerOptions): Promise<Worker> {
@@ -280,7 +267,7 @@ export const useStandardFleet = (registry: RegistryKind) => {
   beforeAll(async () => {
     fleet = new Fleet()
     standard = await startStandardFleet(registry, fleet)
-  }, 60_000)
+  }, scaled(60_000))
   afterAll(async () => {
     await fleet?.stop()
   })
@@ -309,18 +296,18 @@ export const waitForColdStart = async (pinboard: Pinboard, namespace: string, ho
     const bucket = bucketOf(namespace, id)
     if (!pending.has(bucket)) pending.set(bucket, id)
   }
-  const deadline = performance.now() + pinboard.leaseMs + 15_000
-  while (pending.size > 0) {
-    for (const [bucket, id] of pending) {
-      const res = await request(pinboard, `${namespace}/${id}/echo`, host === undefined ? {} : { headers: { host } })
-      // Hostname-aware without `host`: no answer could ever be the cold start.
-      if (res.status === 400) throw new Error(`waiting for the cold start: ${res.status} ${res.text}`)
-      if (!(res.status === 503 && res.text === COLD_START)) pending.delete(bucket)
-    }
-    if (pending.size === 0) return
-    if (performance.now() > deadline) throw new Error(`still in cold start after ${pinboard.leaseMs + 15_000} ms`)
-    await sleep(100)
-  }
+  await poll(
+    async () => {
+      for (const [bucket, id] of pending) {
+        const res = await request(pinboard, `${namespace}/${id}/echo`, host === undefined ? {} : { headers: { host } })
+        // Hostname-aware without `host`: no answer could ever be the cold start.
+        if (res.status === 400) throw new Error(`waiting for the cold start: ${res.status} ${res.text}`)
+        if (!(res.status === 503 && res.text === COLD_START)) pending.delete(bucket)
+      }
+      return pending.size === 0
+    },
+    { timeoutMs: pinboard.leaseMs + 15_000, everyMs: 100, reason: `the end of ${namespace}'s cold start` }
+  )
 }
 
 export interface JsonAnswer {
@@ -334,7 +321,7 @@ export const registryCall = async (pinboard: Pinboard, method: string, path: str
     method,
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(5000)
+    signal: AbortSignal.timeout(scaled(5000))
   })
   const text = await res.text()
   return { status: res.status, text, json: text === "" ? undefined : JSON.parse(text) }

@@ -2,8 +2,8 @@
 // under the test's clock, with a fake upstream in place of undici: the test plays the
 // workers. For TestClock tests of the data plane's rules.
 import http from "node:http"
-import type { AddressInfo } from "node:net"
-import { Effect, Layer, Runtime, TestClock } from "effect"
+import type { AddressInfo, Socket } from "node:net"
+import { Effect, type Fiber, Layer, Runtime, TestClock } from "effect"
 import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import type { PinboardConfig } from "../../src/Config.js"
@@ -65,8 +65,17 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     )
     const run = Runtime.runFork(runtime)
     const pipeline = yield* Effect.provide(makeInstancePipeline, runtime.context)
+    // What the server side has done, for tests that wait on it rather than on the client.
+    const responses: Array<http.ServerResponse> = []
+    const fibers: Array<Fiber.RuntimeFiber<unknown>> = []
+    const connections = new Set<Socket>()
     const server = http.createServer((req, res) => {
-      run(respond(req, res, pipeline.request(req, res, {})))
+      responses.push(res)
+      fibers.push(run(respond(req, res, pipeline.request(req, res, {}))))
+    })
+    server.on("connection", (socket: Socket) => {
+      connections.add(socket)
+      socket.once("close", () => connections.delete(socket))
     })
     yield* Effect.acquireRelease(
       Effect.async<void>((resume) => {
@@ -85,7 +94,20 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
       return { response, settled: () => settled }
     }
     const port = (server.address() as AddressInfo).port
-    return { config, registry, url, port, request, nextCall: () => Effect.promise(fake.nextCall) }
+    return {
+      config,
+      registry,
+      url,
+      port,
+      request,
+      nextCall: () => Effect.promise(fake.nextCall),
+      /** Whether Pinboard has begun an answer (or cut the exchange) on any request so far. */
+      answered: () => responses.some((res) => res.headersSent || res.destroyed),
+      /** Whether every request so far has been handled to its end. */
+      handled: () => fibers.every((fiber) => fiber.unsafePoll() !== null),
+      /** Client connections the server has open. */
+      openConnections: () => connections.size
+    }
   })
   // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
   const registry = Registry.Registry.layerConfig.pipe(Layer.provide(backendOf(config)), Layer.provide(Metrics.layer(false)))
@@ -94,6 +116,3 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
   )
   return Effect.flatMap(Layer.build(layers), (context) => Effect.provide(harness, context))
 }
-
-/** Lets real I/O (the server writing, the client reading) catch up. */
-export const io = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))

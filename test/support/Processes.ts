@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process"
 import net from "node:net"
 import { createInterface } from "node:readline"
+import { scaled } from "./Time.js"
 
 export { freePort } from "./RedisServer.js"
 
@@ -20,7 +21,7 @@ export interface Spawned {
   readonly lineCount: number
   /** Calls `listener` with every line printed from now on. */
   readonly onLine: (listener: (line: string) => void) => void
-  /** Resolves with the first line (already kept or still to come) matching `pattern`. */
+  /** Resolves with the first line (already kept or still to come) matching `pattern`; fails after `timeoutMs` (nominal, scaled). */
   readonly waitForLine: (pattern: RegExp, timeoutMs: number) => Promise<RegExpMatchArray>
   readonly exited: Promise<Exit>
   /** How it exited; undefined while it runs. */
@@ -37,7 +38,8 @@ export interface SpawnExtras {
   readonly keptLines?: number
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** The cadence of the polls below (not a bound). */
+const pollPause = () => new Promise((resolve) => setTimeout(resolve, 20))
 
 /** Spawns `command`, reads its output line by line; shared by the tests, the benchmarks and the reliability runs. */
 export const spawnProcess = (command: string, args: ReadonlyArray<string>, options: SpawnOptions = {}, extras: SpawnExtras = {}): Spawned => {
@@ -64,8 +66,9 @@ export const spawnProcess = (command: string, args: ReadonlyArray<string>, optio
     })
   )
 
-  const waitForLine = (pattern: RegExp, timeoutMs: number) =>
+  const waitForLine = (pattern: RegExp, nominalMs: number) =>
     new Promise<RegExpMatchArray>((resolve, reject) => {
+      const timeoutMs = scaled(nominalMs)
       const seen = lines.map((line) => line.match(pattern)).find((m) => m !== null)
       if (seen) return resolve(seen)
       const done = () => {
@@ -132,18 +135,19 @@ export const isAlive = (pid: number): boolean => {
   }
 }
 
-/** Polls until the pid is gone; false if it is still there after `timeoutMs`. */
+/** Polls until the pid is gone; false if it is still there after `timeoutMs` (nominal, scaled). */
 export const waitForPidGone = async (pid: number, timeoutMs: number): Promise<boolean> => {
-  const deadline = performance.now() + timeoutMs
+  const deadline = performance.now() + scaled(timeoutMs)
   while (isAlive(pid)) {
     if (performance.now() > deadline) return false
-    await sleep(20)
+    await pollPause()
   }
   return true
 }
 
-/** Polls until something accepts TCP connections on the loopback port. */
-export const waitForPort = async (port: number, timeoutMs: number, host = "127.0.0.1"): Promise<void> => {
+/** Polls until something accepts TCP connections on the loopback port; fails after `nominalMs` (scaled). */
+export const waitForPort = async (port: number, nominalMs: number, host = "127.0.0.1"): Promise<void> => {
+  const timeoutMs = scaled(nominalMs)
   const deadline = performance.now() + timeoutMs
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
@@ -156,6 +160,6 @@ export const waitForPort = async (port: number, timeoutMs: number, host = "127.0
     })
     if (open) return
     if (performance.now() > deadline) throw new Error(`nothing listening on ${host}:${port} within ${timeoutMs} ms`)
-    await sleep(20)
+    await pollPause()
   }
 }

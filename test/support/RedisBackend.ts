@@ -7,6 +7,7 @@ import { startRedisServer, type RedisServer } from "./RedisServer.js"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { clusterNodes, clusterOptions, defineScripts, type RedisClient } from "../../src/registry/RedisConnection.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
+import { scaled } from "./Time.js"
 
 export const connect = async (port: number): Promise<Redis> => {
   const client = new Redis({ port, host: "127.0.0.1", enableAutoPipelining: true, lazyConnect: true })
@@ -42,7 +43,7 @@ export const useRedisCluster = (options: ClusterOptions = { replicasPerMaster: 0
   beforeAll(async () => {
     handle.server = await startRedisCluster(options)
     handle.client = await connectCluster(handle.server)
-  }, 60_000)
+  }, scaled(60_000))
   afterAll(async () => {
     handle.client?.disconnect()
     await handle.server?.stop()

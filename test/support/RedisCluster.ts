@@ -7,9 +7,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { freePort } from "./RedisServer.js"
+import { scaled } from "./Time.js"
 
 const run = promisify(execFile)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** The cadence of the polls below (not a bound). */
+const pollPause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export interface ClusterNode {
   readonly port: number
@@ -29,7 +31,7 @@ export interface RedisCluster {
   readonly kill: (port: number) => Promise<void>
   /** Starts a killed node again on its port and directory (no persistence: it comes back empty). */
   readonly restart: (port: number) => Promise<void>
-  /** Resolves once every running node reports cluster_state:ok and agrees on the masters. */
+  /** Resolves once every running node reports cluster_state:ok and agrees on the masters; fails after `timeoutMs` (nominal, scaled). */
   readonly waitHealthy: (timeoutMs?: number) => Promise<void>
   /** Runs one redis-cli command against a node. */
   readonly cli: (port: number, ...args: ReadonlyArray<string>) => Promise<string>
@@ -80,7 +82,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
   }
 
   const cli = async (port: number, ...args: ReadonlyArray<string>): Promise<string> =>
-    (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: 10_000 })).stdout
+    (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: scaled(10_000) })).stdout
 
   const launch = (state: NodeState) => {
     const child = spawn(
@@ -113,8 +115,8 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
       if (!isRunning(state.child)) throw new Error(`redis-server on ${state.port} exited`)
       const pong = await cli(state.port, "PING").catch(() => "")
       if (pong.trim() === "PONG") return
-      if (performance.now() - started > 10_000) throw new Error(`redis-server on ${state.port} did not start`)
-      await sleep(20)
+      if (performance.now() - started > scaled(10_000)) throw new Error(`redis-server on ${state.port} did not start`)
+      await pollPause(20)
     }
   }
 
@@ -181,8 +183,8 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
         const covered = ranges.reduce((sum, r) => sum + (r.to - r.from + 1), 0)
         if (covered === 16384 && ranges.every((r) => isRunning(stateOf(r.port).child))) return
       }
-      if (performance.now() - started > timeoutMs) throw new Error("the Redis Cluster did not become healthy")
-      await sleep(100)
+      if (performance.now() - started > scaled(timeoutMs)) throw new Error("the Redis Cluster did not become healthy")
+      await pollPause(100)
     }
   }
 
@@ -197,7 +199,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
         "--cluster-replicas", String(replicas),
         "--cluster-yes"
       ],
-      { timeout: 30_000 }
+      { timeout: scaled(30_000) }
     )
     await waitHealthy()
     if (replicas > 0) await waitReplicasInSync(states, cli)
@@ -258,7 +260,7 @@ const waitReplicasInSync = async (
     const infos = await Promise.all(states.map((s) => cli(s.port, "INFO", "replication").catch(() => "")))
     const replicas = infos.filter((info) => info.includes("role:slave"))
     if (replicas.length > 0 && replicas.every((info) => info.includes("master_link_status:up"))) return
-    if (performance.now() - started > 20_000) throw new Error("the cluster's replicas did not sync")
-    await sleep(100)
+    if (performance.now() - started > scaled(20_000)) throw new Error("the cluster's replicas did not sync")
+    await pollPause(100)
   }
 }

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { scaled } from "./Time.js"
 
 export interface RedisServer {
   readonly port: number
@@ -40,13 +41,14 @@ const ping = (port: number): Promise<boolean> =>
     socket.once("error", () => resolve(false))
   })
 
-const waitForPort = async (port: number, child: ChildProcess, deadlineMs: number): Promise<void> => {
+const waitForPort = async (port: number, child: ChildProcess, nominalMs: number): Promise<void> => {
+  const deadlineMs = scaled(nominalMs)
   const started = performance.now()
   for (;;) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`)
     if (await ping(port)) return
     if (performance.now() - started > deadlineMs) throw new Error("redis-server did not start")
-    await new Promise((r) => setTimeout(r, 20))
+    await new Promise((r) => setTimeout(r, 20)) // the poll's cadence
   }
 }
 

@@ -5,6 +5,7 @@ import { appLayer } from "../../src/App.js"
 import type { PinboardConfig } from "../../src/Config.js"
 import { freePort } from "./RedisServer.js"
 import { configForTests } from "./TestConfig.js"
+import { poll, scaled } from "./Time.js"
 
 export interface TestPinboard {
   readonly url: string
@@ -13,11 +14,9 @@ export interface TestPinboard {
   readonly stop: () => Promise<void>
 }
 
-const STARTUP_DEADLINE_MS = 10_000
-
 const healthy = async (url: string): Promise<boolean> => {
   try {
-    const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+    const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(scaled(1000)) })
     await response.arrayBuffer()
     return response.status === 200
   } catch {
@@ -37,17 +36,18 @@ export const startPinboard = async (overrides: Partial<PinboardConfig> = {}): Pr
     await Effect.runPromise(Fiber.interrupt(fiber))
   }
 
-  const started = performance.now()
-  for (;;) {
-    const exit = fiber.unsafePoll()
-    if (exit !== null) {
-      throw new Error(`pinboard stopped during start-up: ${Exit.isFailure(exit) ? String(exit.cause) : "exited"}`)
-    }
-    if (await healthy(url)) return { url, port, config, stop }
-    if (performance.now() - started > STARTUP_DEADLINE_MS) {
-      await stop()
-      throw new Error(`pinboard did not answer /healthz on ${url}`)
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20))
+  try {
+    await poll(
+      async () => {
+        const exit = fiber.unsafePoll()
+        if (exit !== null) throw new Error(`pinboard stopped during start-up: ${Exit.isFailure(exit) ? String(exit.cause) : "exited"}`)
+        return healthy(url)
+      },
+      { timeoutMs: 10_000, reason: `/healthz 200 on ${url}` }
+    )
+  } catch (error) {
+    await stop()
+    throw error
   }
+  return { url, port, config, stop }
 }

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto"
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http"
 import net from "node:net"
 import type { Pinboard } from "./Fleet.js"
+import { scaled } from "./Time.js"
 
 // ---- HTTP through node:http -------------------------------------------------------------------
 
@@ -23,6 +24,7 @@ export interface RequestOptions {
   readonly headers?: OutgoingHttpHeaders | ReadonlyArray<[string, string]>
   /** A list is written piece by piece, each once the last has drained (a chunk each when chunked). */
   readonly body?: string | Buffer | ReadonlyArray<string | Buffer>
+  /** Nominal ms without an answer before it fails (scaled by PINBOARD_TEST_TIME_SCALE); default 10 s. */
   readonly timeoutMs?: number
 }
 
@@ -59,7 +61,7 @@ export const request = (pinboard: Pinboard | { readonly port: number }, path: st
       agent: false,
       headers
     })
-    req.setTimeout(options.timeoutMs ?? 10_000, () => req.destroy(new Error(`no answer to ${path} in time`)))
+    req.setTimeout(scaled(options.timeoutMs ?? 10_000), () => req.destroy(new Error(`no answer to ${path} in time`)))
     req.on("error", reject)
     req.on("response", (res) => {
       const chunks: Array<Buffer> = []
@@ -113,14 +115,14 @@ export interface RawExchange {
 
 /**
  * Writes `data` on a fresh connection and collects what comes back until the server closes the
- * connection, or `waitMs` passes (then the client closes it).
+ * connection, or `waitMs` (nominal, scaled) passes (then the client closes it).
  */
 export const rawExchange = (port: number, data: string | Buffer, waitMs = 5000): Promise<RawExchange> =>
   new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1")
     const chunks: Array<Buffer> = []
     let closed = false
-    const timer = setTimeout(() => socket.destroy(), waitMs)
+    const timer = setTimeout(() => socket.destroy(), scaled(waitMs))
     socket.on("data", (chunk) => chunks.push(chunk))
     socket.on("end", () => {
       closed = true
@@ -214,7 +216,7 @@ export const parseResponse = (bytes: Buffer): RawResponse => {
 /** One keep-alive connection written by hand, read response by response (interim 1xx included). */
 export interface RawConnection {
   readonly write: (data: string | Buffer) => void
-  /** The first `count` responses, once each is complete; fails after `waitMs` naming what came. */
+  /** The first `count` responses, once each is complete; fails after `waitMs` (nominal, scaled) naming what came. */
   readonly responses: (count: number, waitMs?: number) => Promise<Array<RawResponse>>
   readonly close: () => void
 }
@@ -266,8 +268,8 @@ export const rawConnection = async (port: number): Promise<RawConnection> => {
         }
         const timer = setTimeout(() => {
           waiters.delete(check)
-          reject(new Error(`${parsed().length} of ${count} responses in ${waitMs} ms: ${JSON.stringify(bytes.toString("latin1"))}`))
-        }, waitMs)
+          reject(new Error(`${parsed().length} of ${count} responses in ${scaled(waitMs)} ms: ${JSON.stringify(bytes.toString("latin1"))}`))
+        }, scaled(waitMs))
         waiters.add(check)
         check()
       }),

@@ -7,14 +7,14 @@ import { Effect, TestClock } from "effect"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import { keepLease, type DropReason, type Selection } from "../../src/worker/Lease.js"
 import type { HeartbeatAnswer, PlacementRef, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
+import { flush } from "../support/Turns.js"
 
 const LEASE_MS = 3000
 const HEARTBEAT_MS = 1000
 const MARGIN_MS = LEASE_MS / 5
 
-/** Lets the promise chains of the fake registry settle. */
-const settle = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zipRight(settle, settle))
+/** A clock step, and the fake registry's promise chains it started run to their next wait. */
+const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
 
 const fakeRegistry = () => {
   const log: Array<string> = []
@@ -80,7 +80,7 @@ describe("the worker's lease", () => {
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease, drops } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       expect(lease.healthy()).toBe(true)
       expect(lease.incarnation()).toBe("inc-1")
       yield* advance(999)
@@ -100,7 +100,7 @@ describe("the worker's lease", () => {
       const registry = fakeRegistry()
       registry.state.register = "fail"
       const { lease } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       // The retries, one per advance, until past a whole lease.
       for (const waitMs of [100, 200, 400, 800, 1600, 2000]) yield* advance(waitMs)
       registry.state.register = "ok"
@@ -128,13 +128,13 @@ describe("the worker's lease", () => {
       const clockNow = () => clock.unsafeCurrentTimeMillis()
       const started = clockNow()
       yield* start(slow)
-      yield* settle
+      yield* flush
       yield* advance(HEARTBEAT_MS)
       expect(sentAt).toEqual([started + HEARTBEAT_MS])
       // The answer takes 400 ms; the next heartbeat still goes one interval after the first was sent.
       yield* advance(400)
       answer!()
-      yield* settle
+      yield* flush
       yield* advance(HEARTBEAT_MS - 400 - 1)
       expect(sentAt).toHaveLength(1)
       yield* advance(1)
@@ -147,7 +147,7 @@ describe("the worker's lease", () => {
       const registry = fakeRegistry()
       registry.state.heartbeat = "fail"
       const { lease, drops } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       yield* advance(LEASE_MS - MARGIN_MS - 1)
       expect(lease.healthy()).toBe(true)
       expect(drops).toEqual([])
@@ -167,7 +167,7 @@ describe("the worker's lease", () => {
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease, drops } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       registry.state.heartbeat = "lost"
       yield* advance(HEARTBEAT_MS)
       expect(drops).toEqual(["lease-lost"])
@@ -186,7 +186,7 @@ describe("the worker's lease", () => {
       const entry: WindDownEntry = { namespace: "/threads", id: "t1", env: "", epoch: "4", deadline: 5000 }
       registry.state.windDown = [entry]
       const { windDowns } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       yield* advance(HEARTBEAT_MS)
       expect(windDowns).toEqual([[entry]])
     })
@@ -198,7 +198,7 @@ describe("the worker's lease", () => {
       registry.state.buckets = 4
       const ids = idsByBucket(4)
       const { lease, drops, selections } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       registry.state.unrenewed = [2]
       // The last renewal of bucket 2 was the registration at 0: it turns unhealthy at LEASE - MARGIN.
       yield* advance(LEASE_MS - MARGIN_MS - 1)
@@ -228,7 +228,7 @@ describe("the worker's lease", () => {
       registry.state.buckets = 4
       registry.state.unrenewed = [2]
       const { lease } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       const prod = idsByBucket(4, "prod")
       expect(prod.map((id) => lease.healthyFor(threads(id, "prod")))).toEqual([true, true, false, true])
       // An id in the unrenewed bucket without its env, and in another with it.
@@ -246,7 +246,7 @@ describe("the worker's lease", () => {
       registry.state.unrenewed = [1]
       const ids = idsByBucket(4)
       const { lease, drops } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       expect(ids.map((id) => lease.healthyFor(threads(id)))).toEqual([true, false, true, true])
       registry.state.unrenewed = []
       yield* advance(HEARTBEAT_MS)
@@ -260,7 +260,7 @@ describe("the worker's lease", () => {
       const registry = fakeRegistry()
       registry.state.buckets = 2
       const { drops, selections } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       registry.state.unrenewed = [0, 1]
       yield* advance(LEASE_MS)
       expect(drops).toEqual(["lease-unhealthy"])
@@ -278,7 +278,7 @@ describe("the worker's lease", () => {
         { drop: (r) => Effect.sync(() => void drops.push(r)), windDown: () => Effect.void, status: () => ({ headroom: 1, draining: false }) },
         { safetyMarginMs: 1500 }
       )
-      yield* settle
+      yield* flush
       yield* advance(1499)
       expect(lease.healthy()).toBe(true)
       yield* advance(1)
@@ -290,7 +290,7 @@ describe("the worker's lease", () => {
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease } = yield* start(registry.client)
-      yield* settle
+      yield* flush
       yield* lease.deregister
       expect(registry.log.at(-1)).toBe("deregister inc-1")
       const before = registry.log.length

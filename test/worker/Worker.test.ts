@@ -4,7 +4,7 @@
 // by a newer epoch, refusal while the lease is unhealthy, and a graceful stop. Every wait
 // (registration retries, heartbeats, wind-down budgets, the stop's grace) moves with TestClock.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option, Scope, TestClock } from "effect"
+import { Chunk, Effect, Exit, Fiber, Option, Scope, TestClock } from "effect"
 import WebSocket from "ws"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
@@ -13,6 +13,7 @@ import { defineInstance, type DeactivateReason } from "../../src/worker/Definiti
 import type { RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
 import { WIND_DOWN_MARGIN_MS } from "../../src/worker/WindDown.js"
 import { DEFAULT_SHUTDOWN_GRACE_MS, makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
+import { flush, until } from "../support/Turns.js"
 
 const TOKEN = "worker-test-token"
 const WORKER = "w1"
@@ -20,8 +21,8 @@ const LEASE_MS = 3000
 const IDLE_MS = 10_000
 const sign = makeAttestationSigner(attestationKey(TOKEN))
 
-const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
-const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zipRight(settle, settle))
+/** A clock step, and what it woke run to its next wait. */
+const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
 
 const fakeRegistry = () => {
   const log: Array<string> = []
@@ -32,6 +33,7 @@ const fakeRegistry = () => {
         log.push("register failed")
         throw new Error("unreachable")
       }
+      log.push("registered")
       return { incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3, unrenewed: [] }
     },
     heartbeat: async () => {
@@ -115,7 +117,8 @@ const setupWith = (registry: ReturnType<typeof fakeRegistry>) =>
       registry: registry.client,
       log: () => {}
     })
-    yield* settle
+    yield* until(() => registry.log.some((line) => line.startsWith("register")), "the first registration attempt")
+    yield* flush
     const send = (path: string, attestation: AttestationClaims | string | undefined, method = "POST") =>
       Effect.gen(function* () {
         const now = yield* TestClock.currentTimeMillis
@@ -169,8 +172,8 @@ describe("the worker's request handler", () => {
       yield* advance(IDLE_MS - 1000)
       expect(events).toEqual(["activate c1@5"])
       yield* advance(1000)
+      yield* until(() => registry.log.includes("release /counters/c1@5"), "the release after idle eviction")
       expect(events).toEqual(["activate c1@5", "deactivate c1@5 idle"])
-      expect(registry.log).toContain("release /counters/c1@5")
       // A request sent at the released epoch is refused, so that Pinboard places the id anew;
       // at the new placement's epoch it activates afresh.
       const stale = yield* send("/counters/c1/increment", claims("c1", "5"))
@@ -224,14 +227,14 @@ describe("the worker's request handler", () => {
       // The next heartbeat (one interval on) lists it: the hook starts, and its budget with it.
       yield* advance(LEASE_MS / 3)
       registry.state.windDown = []
-      expect(events).toContain(`wind-down c1@5 until ${deadline}`)
+      yield* until(() => events.includes(`wind-down c1@5 until ${deadline}`), "the wind-down hook")
       const budget = deadline - (yield* TestClock.currentTimeMillis) - WIND_DOWN_MARGIN_MS
       yield* advance(budget - 100)
       expect(events).not.toContain("deactivate c1@5 wind-down")
       expect(registry.log).not.toContain("release /counters/c1@5")
       yield* advance(100)
+      yield* until(() => registry.log.includes("release /counters/c1@5"), "the release at the end of the wind-down budget")
       expect(events).toContain("deactivate c1@5 wind-down")
-      expect(registry.log).toContain("release /counters/c1@5")
     })
   )
 
@@ -241,14 +244,14 @@ describe("the worker's request handler", () => {
       yield* send("/counters/c1/increment", claims("c1", "5"))
       registry.state.heartbeat = "fail"
       yield* advance(LEASE_MS - LEASE_MS / 5)
-      expect(worker.healthy()).toBe(false)
+      yield* until(() => !worker.healthy(), "the lease to turn unhealthy")
       expect(events).toContain("deactivate c1@5 lease-unhealthy")
       const refused = yield* send("/counters/c1/increment", claims("c1", "5"))
       expect(refused.status).toBe(503)
       expect(refused.headers.get("pinned-refusal")).toBe("lease-unhealthy")
       registry.state.heartbeat = "ok"
       yield* advance(2000)
-      expect(worker.healthy()).toBe(true)
+      yield* until(() => worker.healthy(), "the lease to turn healthy again")
       expect((yield* send("/counters/c1/increment", claims("c1", "5"))).status).toBe(200)
     })
   )
@@ -293,18 +296,21 @@ describe("the worker's request handler", () => {
         (response) => response.status,
         () => "cut"
       )
-      while (worker.activations.find("/hanging", "h1") === undefined) yield* settle
+      yield* until(() => worker.activations.find("/hanging", "h1") !== undefined, "the hanging request's activation")
+      const stoppingAt = yield* TestClock.currentTimeMillis
       const stopping = yield* Effect.fork(Scope.close(scope, Exit.void))
-      // The grace starts once the server no longer listens.
-      while (worker.server.listening) yield* settle
-      yield* settle
+      // The grace starts once the server no longer listens: its timer is then on the Clock.
+      yield* until(
+        Effect.map(TestClock.sleeps(), Chunk.contains(stoppingAt + DEFAULT_SHUTDOWN_GRACE_MS)),
+        "the stop's grace timer"
+      )
+      expect(worker.server.listening).toBe(false)
       yield* advance(DEFAULT_SHUTDOWN_GRACE_MS - 1)
       expect(worker.activations.size).toBe(1)
       expect(registry.log).not.toContain("deregister inc-1")
       yield* advance(1)
       // At once: the grace ended on the Clock, not on a timer of its own.
-      for (let looks = 0; looks < 100 && worker.activations.size > 0; looks++) yield* settle
-      expect(worker.activations.size).toBe(0)
+      yield* until(() => worker.activations.size === 0, "the activations dropped at the end of the grace")
       yield* Fiber.join(stopping)
       expect(registry.log.at(-1)).toBe("deregister inc-1")
       expect(yield* Effect.promise(() => hanging)).toBe("cut")
@@ -318,14 +324,20 @@ describe("the worker's request handler", () => {
       const { worker } = yield* setupWith(registry)
       const registered = yield* Effect.fork(worker.registered)
       // Retried after 100 ms, then twice as long each time, 2 s apart at most: one retry per advance.
-      for (const waitMs of [100, 200, 400, 800, 1600, 2000, 2000]) yield* advance(waitMs)
-      expect(registry.log.filter((line) => line === "register failed")).toHaveLength(8)
+      const failures = () => registry.log.filter((line) => line === "register failed").length
+      for (const [retry, waitMs] of [100, 200, 400, 800, 1600, 2000, 2000].entries()) {
+        yield* advance(waitMs - 1)
+        expect(failures()).toBe(retry + 1)
+        yield* advance(1)
+        yield* until(() => failures() === retry + 2, `registration retry ${retry + 1}`)
+      }
+      expect(failures()).toBe(8)
       registry.state.register = "ok"
-      yield* settle
+      yield* flush
       expect(Option.isNone(yield* Fiber.poll(registered))).toBe(true)
       expect(worker.healthy()).toBe(false)
       yield* advance(2_000)
-      expect(Option.isSome(yield* Fiber.poll(registered))).toBe(true)
+      yield* until(Effect.map(Fiber.poll(registered), Option.isSome), "registered to complete")
       expect(worker.healthy()).toBe(true)
     })
   )

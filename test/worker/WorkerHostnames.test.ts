@@ -13,6 +13,7 @@ import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { defineInstance, type DeactivateReason } from "../../src/worker/Definition.js"
 import { httpRegistryClient, type RegistryClient, type WindDownEntry } from "../../src/worker/RegistryClient.js"
 import { makeWorker } from "../../src/worker/Worker.js"
+import { flush, until } from "../support/Turns.js"
 
 const TOKEN = "hostname-worker-test-token"
 const WORKER = "w1"
@@ -21,8 +22,8 @@ const IDLE_MS = 10_000
 const key = attestationKey(TOKEN)
 const sign = makeAttestationSigner(key)
 
-const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
-const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), Effect.zipRight(settle, settle))
+/** A clock step, and what it woke run to its next wait. */
+const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
 
 interface Seen {
   readonly method: string
@@ -123,7 +124,7 @@ const setup = Effect.gen(function* () {
     registry: registry.client,
     log: () => {}
   })
-  yield* settle
+  yield* worker.registered
   const send = (path: string, attestation: AttestationClaims, method = "POST") =>
     Effect.gen(function* () {
       const now = yield* TestClock.currentTimeMillis
@@ -163,6 +164,7 @@ describe("the worker library in hostname-aware mode", () => {
       yield* send("/counters/c1/increment", claims("c1", "5", "prod", "a.example"))
       yield* send("/counters/c1/increment", claims("c1", "3", "staging", "b.example"))
       yield* advance(IDLE_MS)
+      yield* until(() => registry.log.length === 2, "both releases after idle eviction")
       expect(registry.log.sort()).toEqual(["release prod /counters/c1@5", "release staging /counters/c1@3"])
       // An epoch at or below the one released is refused, in that env only.
       expect((yield* send("/counters/c1/increment", claims("c1", "4", "prod", "a.example"))).status).toBe(503)
@@ -179,6 +181,7 @@ describe("the worker library in hostname-aware mode", () => {
       registry.state.windDown = [{ env: "staging", namespace: "/counters", id: "c1", epoch: "5", deadline: now + LEASE_MS }]
       yield* advance(LEASE_MS / 3)
       yield* advance(LEASE_MS)
+      yield* until(() => registry.log.length > 0, "the release at the end of the wind-down")
       expect(events).toContain("deactivate staging c1@5 wind-down")
       expect(events).not.toContain("deactivate prod c1@5 wind-down")
       expect(registry.log).toEqual(["release staging /counters/c1@5"])
