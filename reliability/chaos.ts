@@ -206,8 +206,10 @@ const main = async (): Promise<boolean> => {
   }
   const cut = answersDuring(records, windowsOf("Pinboard cut from Redis"))
   if (cut.requests > 0) {
-    log(`answers of a Pinboard while cut from Redis: ${cut.requests} requests, the slowest answered in ${cut.slowestMs} ms`)
-    for (const [answer, n] of [...cut.answers].sort((a, b) => b[1] - a[1])) log(`  ${String(n).padStart(7)}  ${answer}`)
+    log(`answers of a Pinboard while cut from Redis: ${cut.requests} requests (count, slowest, answer)`)
+    for (const [answer, { count, slowestMs }] of [...cut.answers].sort((a, b) => b[1].count - a[1].count)) {
+      log(`  ${String(count).padStart(7)} ${`${slowestMs} ms`.padStart(9)}  ${answer}`)
+    }
   }
   log(`worst recovery time: ${recovery.worstMs} ms (two leases: ${2 * LEASE_MS} ms)${recovery.unrecovered.length > 0 ? `; NOT recovered: ${recovery.unrecovered.join(" ")}` : ""}`)
   log("answers other than 200:")

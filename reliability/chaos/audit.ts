@@ -261,23 +261,22 @@ const parseValue = (body: string | undefined): number | undefined => {
   }
 }
 
-/** What the clients of a target were told while it was under a fault, and the slowest answer. */
+/** What the clients of a target were told while it was under a fault, and how long the slowest of each answer took. */
 export interface AnswersDuring {
   readonly requests: number
   /** By `200`, `status body`, or the error of a request without an answer. */
-  readonly answers: ReadonlyMap<string, number>
-  readonly slowestMs: number
+  readonly answers: ReadonlyMap<string, { readonly count: number; readonly slowestMs: number }>
 }
 
 export const answersDuring = (clients: ReadonlyArray<ClientRecord>, windows: ReadonlyArray<Window>): AnswersDuring => {
-  const answers = new Map<string, number>()
+  const answers = new Map<string, { count: number; slowestMs: number }>()
   let requests = 0
-  let slowestMs = 0
   for (const record of clients) {
     if (!windows.some((window) => overlaps(record, window))) continue
     requests++
-    slowestMs = Math.max(slowestMs, record.answeredAt - record.sentAt)
-    count(answers, record.status === undefined ? (record.error ?? "no answer") : record.status === 200 ? "200" : `${record.status} ${record.body ?? ""}`)
+    const key = record.status === undefined ? (record.error ?? "no answer") : record.status === 200 ? "200" : `${record.status} ${record.body ?? ""}`
+    const seen = answers.get(key) ?? { count: 0, slowestMs: 0 }
+    answers.set(key, { count: seen.count + 1, slowestMs: Math.max(seen.slowestMs, record.answeredAt - record.sentAt) })
   }
-  return { requests, answers, slowestMs }
+  return { requests, answers }
 }

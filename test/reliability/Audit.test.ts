@@ -127,8 +127,10 @@ describe("the chaos audit", () => {
     ]
     expect(answersDuring(clients, [{ target: "a", from: 0, to: 1000 }])).toEqual({
       requests: 2,
-      answers: new Map([['503 {"error":"registry unavailable, retry"}', 1], ["200", 1]]),
-      slowestMs: 200
+      answers: new Map([
+        ['503 {"error":"registry unavailable, retry"}', { count: 1, slowestMs: 0 }],
+        ["200", { count: 1, slowestMs: 200 }]
+      ])
     })
   })
 })
