@@ -13,7 +13,8 @@
 //   options: --minutes= --seed= --interval-ms= (between faults) --clients= --ids= --cluster
 //
 // Prints the figures; exits 1 when the audit finds a violation or ids do not recover.
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { Redis } from "ioredis"
 import { FencedStore } from "../src/worker/index.js"
 import { stopAll, stopAllSync } from "../bench/processes.js"
@@ -178,6 +179,11 @@ const main = async (): Promise<boolean> => {
   await clients
   const recovery = await recover(fleet, records)
 
+  // The faults' timeline, beside the workers' logs, to read problems against.
+  writeFileSync(
+    join(fleet.dir, "faults.log"),
+    [...injector.windows].sort((a, b) => a.from - b.from).map((w) => `${w.from} ${w.to} ${w.target} ${w.kind}\n`).join("")
+  )
   const windowsOf = (kind: FaultKind) => injector.windows.filter((w) => w.kind === kind)
   const result = audit({
     events: readEvents(fleet),

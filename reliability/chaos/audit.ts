@@ -170,10 +170,10 @@ export const audit = (input: AuditInput): AuditResult => {
       count(unanswered, record.error ?? "no answer")
       if (record.error === HANG) {
         hangs++
-        problems.push(`${record.op} via ${record.via}: no answer in ${record.answeredAt - record.sentAt} ms`)
+        problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, no answer in ${record.answeredAt - record.sentAt} ms`)
       } else if (!input.pinboardDowns.some((down) => overlaps(record, down))) {
         unansweredWhileUp++
-        problems.push(`${record.op} via ${record.via}: ${record.error ?? "no answer"} while it was up`)
+        problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, ${record.error ?? "no answer"} while it was up`)
       }
       continue
     }

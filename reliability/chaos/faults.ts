@@ -3,6 +3,7 @@
 // not picked again until it has healed, and at least one Pinboard is up at any time.
 import { Redis } from "ioredis"
 import { startRedisServer } from "../../test/support/RedisServer.js"
+import type { RedisCluster } from "../../test/support/RedisCluster.js"
 import type { ChaosFleet, ClusterRegistry, Restartable, SingleRegistry } from "./fleet.js"
 import type { Rng } from "../prng.js"
 
@@ -40,6 +41,15 @@ export interface FaultWindow {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Resolves once the replica on `port` says it is a master. */
+const promoted = async (cluster: RedisCluster, port: number): Promise<void> => {
+  const deadline = Date.now() + 30_000
+  while (!/^role:master/m.test(await cluster.cli(port, "INFO", "replication").catch(() => ""))) {
+    if (Date.now() > deadline) throw new Error(`replica :${port} was not promoted`)
+    await sleep(25)
+  }
+}
+
 const signal = (proc: Restartable, name: NodeJS.Signals) => {
   try {
     process.kill(proc.current.pid, name)
@@ -58,7 +68,7 @@ export interface Injector {
   readonly windows: ReadonlyArray<FaultWindow>
   /** Faults that failed to heal (a run with any fails). */
   readonly unhealed: ReadonlyArray<FaultKind>
-  /** How long each killed master's slots went without a master (ms). */
+  /** How long each killed master's replica took to be promoted (ms). */
   readonly failovers: ReadonlyArray<number>
 }
 
@@ -210,8 +220,9 @@ export const makeInjector = (fleet: ChaosFleet, leaseMs: number, rng: Rng, log: 
       try {
         // No CLUSTER FAILOVER: the replica is promoted by the cluster itself once the master
         // has been silent for cluster-node-timeout.
-        await cluster.waitHealthy(30_000)
+        await promoted(cluster, replica)
         failovers.push(Date.now() - killedAt)
+        await cluster.waitHealthy(30_000)
       } finally {
         await sleep(downMs)
         // Restarted on its nodes.conf, empty: it learns that its slots moved and follows the new master.

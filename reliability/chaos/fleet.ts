@@ -57,8 +57,14 @@ export interface ChaosFleet {
   readonly stopSync: () => void
 }
 
+/**
+ * How long a start may take before the run gives up on it. Generous: on a loaded 2-core machine
+ * a Pinboard takes 4 to 8 s to listen, and a slow start is no fault of the fleet's.
+ */
+const START_LIMIT_MS = 60_000
+
 const waitHealthy = async (port: number, proc: Proc): Promise<void> => {
-  const deadline = Date.now() + 15_000
+  const deadline = Date.now() + START_LIMIT_MS
   for (;;) {
     if (!proc.alive()) throw new Error(`${proc.name} exited during start-up:\n${proc.lines.join("\n")}`)
     const ok = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) }).then(
@@ -153,7 +159,7 @@ const startProcesses = async (
         current: undefined as unknown as Proc,
         start: async () => {
           entry.current = spawnNode(name, undefined, WORKER_SCRIPT, [JSON.stringify(spec)])
-          await entry.current.waitForLine(/^worker \S+ listening/, 15_000)
+          await entry.current.waitForLine(/^worker \S+ listening/, START_LIMIT_MS)
         }
       }
       await entry.start()

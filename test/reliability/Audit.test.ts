@@ -108,7 +108,7 @@ describe("the chaos audit", () => {
     })
     expect(result.unanswered).toEqual(new Map([["ECONNRESET", 2], ["ECONNREFUSED", 1], ["UND_ERR_SOCKET", 1]]))
     expect(result.unansweredWhileUp).toBe(2)
-    expect(result.problems).toEqual(["other via a: ECONNRESET while it was up", "later via b: UND_ERR_SOCKET while it was up"])
+    expect(result.problems).toEqual(["other via a: sent at 150, ECONNRESET while it was up", "later via b: sent at 201, UND_ERR_SOCKET while it was up"])
     expect(result.unknownErrors).toBe(0)
   })
 
