@@ -14,6 +14,7 @@
 //
 // Prints the figures; exits 1 when the audit finds a violation or ids do not recover.
 import { readFileSync, writeFileSync } from "node:fs"
+import { availableParallelism, loadavg } from "node:os"
 import { join } from "node:path"
 import { Redis } from "ioredis"
 import { FencedStore } from "../src/worker/index.js"
@@ -163,6 +164,8 @@ const main = async (): Promise<boolean> => {
   const clients = runClients(fleet, new Rng(SEED + 1), () => faultsOver, records)
 
   let lastReport = Date.now()
+  /** The machine's 1-minute load average every 30 s: figures from a machine busy with other work read differently. */
+  const loads: Array<number> = []
   while (Date.now() < endAt) {
     const kind = injector.inject()
     if (kind !== undefined) faults.set(kind, faults.get(kind)! + 1)
@@ -170,7 +173,8 @@ const main = async (): Promise<boolean> => {
     if (Date.now() - lastReport > 30_000) {
       lastReport = Date.now()
       const total = [...faults.values()].reduce((a, b) => a + b, 0)
-      log(`  ${Math.round((endAt - Date.now()) / 1000)} s left: ${total} faults, ${records.length} requests`)
+      loads.push(loadavg()[0]!)
+      log(`  ${Math.round((endAt - Date.now()) / 1000)} s left: ${total} faults, ${records.length} requests, load average ${loadavg()[0]!.toFixed(1)}`)
     }
   }
   log("faults stop; healing")
@@ -196,6 +200,7 @@ const main = async (): Promise<boolean> => {
   log("")
   log(`faults injected: ${totalFaults}`)
   for (const [kind, n] of faults) log(`  ${kind.padEnd(32)} ${n}`)
+  if (loads.length > 0) log(`load average (1 min, every 30 s): ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} on ${availableParallelism()} cores`)
   log(`requests: ${result.requests}`)
   log(`acknowledged writes: ${result.acknowledged} (accepted by the store: ${result.acceptedWrites}; activations: ${result.activations})`)
   log(`double activations: ${result.doubleActivations}`)
