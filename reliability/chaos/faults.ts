@@ -217,8 +217,8 @@ export const makeInjector = (fleet: ChaosFleet, leaseMs: number, rng: Rng, log: 
     return true
   }
 
-  // One cluster fault at a time: a master is killed only while every shard has a synced
-  // replica to take over, and the killed node is back as a replica before the next one.
+  // One cluster fault at a time: a master is killed only once its replica has caught up,
+  // and the killed node is back as a synced replica before the next one.
   const clusterFault = (kind: FaultKind, { cluster }: ClusterRegistry): boolean => {
     // Drawn now, so the schedule does not depend on how long the cluster takes to answer.
     const which = rng.float()
