@@ -1,22 +1,26 @@
 // `npm run chaos`: Pinboard's promise under the faults real fleets meet (docs/reliability.md
-// "Chaos"). A real registry redis-server, two Pinboards and four counter workers on the
-// worker library (every increment an epoch-fenced write to a storage redis-server), clients
-// incrementing random ids and reading them back through both Pinboards, and faults on a
-// seeded random schedule.
+// "Chaos"). A real registry (one redis-server, or with --cluster a Redis Cluster of three
+// masters with a replica each), two Pinboards and four counter workers on the worker library
+// (every increment an epoch-fenced write to a storage redis-server), clients incrementing
+// random ids and reading them back through both Pinboards, and faults on a seeded random
+// schedule.
 // Then every fault heals, every id must be served again within two leases, and the audit
 // (reliability/chaos/audit.ts) reads the logs. Loopback only; stops by itself.
 //
 //   npm run chaos                                   1 minute
 //   npm run chaos -- --minutes=10 --seed=7          the reported run
-//   options: --minutes= --seed= --interval-ms= (between faults) --clients= --ids=
+//   npm run chaos -- --cluster                      the registry on a Redis Cluster
+//   options: --minutes= --seed= --interval-ms= (between faults) --clients= --ids= --cluster
 //
 // Prints the figures; exits 1 when the audit finds a violation or ids do not recover.
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
+import { availableParallelism, loadavg } from "node:os"
+import { join } from "node:path"
 import { Redis } from "ioredis"
 import { FencedStore } from "../src/worker/index.js"
 import { stopAll, stopAllSync } from "../bench/processes.js"
-import { audit, knownAnswers, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
-import { FAULT_KINDS, makeInjector, type FaultKind } from "./chaos/faults.js"
+import { answersDuring, audit, knownAnswers, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
+import { makeInjector, type FaultKind } from "./chaos/faults.js"
 import { startFleet, type ChaosFleet } from "./chaos/fleet.js"
 import { Rng } from "./prng.js"
 
@@ -32,12 +36,23 @@ const SEED = option("seed", 1)
 const INTERVAL_MS = option("interval-ms", 1100)
 const CLIENTS = option("clients", 16)
 const IDS = Array.from({ length: option("ids", 100) }, (_, i) => `c${i}`)
-const LEASE_MS = 1500
+const CLUSTER = argv.includes("--cluster")
+/**
+ * docs/deploy.md asks for a lease of 5 s or more on a cluster: a heartbeat waits out a dead
+ * shard's retries (about 0.8 s), and a failover must end within a lease less a heartbeat
+ * interval for placements to survive it.
+ */
+const LEASE_MS = CLUSTER ? 5000 : 1500
+/** cluster-node-timeout: a killed master's replica takes over about 2.5 s after the kill. */
+const NODE_TIMEOUT_MS = 1000
 const REQUEST_TIMEOUT_MS = 8000
 /** Clients read a value back this often, instead of incrementing. */
 const READ_SHARE = 0.25
-/** Whatever happens, the run ends by then. */
-const HARD_LIMIT_MS = MINUTES * 60_000 + 180_000
+/**
+ * Whatever happens, the run ends by then: the faults' minutes, and six more for starting,
+ * healing and the audit (starts alone took minutes on a loaded machine).
+ */
+const HARD_LIMIT_MS = MINUTES * 60_000 + 360_000
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -45,19 +60,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 // ---- clients -----------------------------------------------------------------------------------
 
 /** One increment (a POST whose body is a unique op), or a read of the value back. */
-const call = async (origin: string, kind: ClientRecord["kind"], id: string, op: string): Promise<ClientRecord> => {
+const call = async (pinboard: ChaosFleet["pinboards"][number], kind: ClientRecord["kind"], id: string, op: string): Promise<ClientRecord> => {
   const sentAt = Date.now()
+  const via = pinboard.name
   try {
-    const response = await fetch(`${origin}/counters/${id}/${kind === "increment" ? "increment" : "value"}`, {
+    const response = await fetch(`http://127.0.0.1:${pinboard.port}/counters/${id}/${kind === "increment" ? "increment" : "value"}`, {
       method: kind === "increment" ? "POST" : "GET",
       ...(kind === "increment" ? { body: op } : {}),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
     })
     const body = await response.text()
-    return { kind, op, id, sentAt, answeredAt: Date.now(), status: response.status, body }
+    return { kind, op, id, via, sentAt, answeredAt: Date.now(), status: response.status, body }
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code
-    return { kind, op, id, sentAt, answeredAt: Date.now(), error: cause ?? (error instanceof Error ? error.name : String(error)) }
+    return { kind, op, id, via, sentAt, answeredAt: Date.now(), error: cause ?? (error instanceof Error ? error.name : String(error)) }
   }
 }
 
@@ -67,7 +83,7 @@ const runClients = (fleet: ChaosFleet, rng: Rng, until: () => boolean, records: 
       for (let n = 0; !until(); n++) {
         const pinboard = rng.pick(fleet.pinboards)
         const kind = rng.chance(READ_SHARE) ? "read" : "increment"
-        const record = await call(`http://127.0.0.1:${pinboard.port}`, kind, rng.pick(IDS), `op-${client}-${n}`)
+        const record = await call(pinboard, kind, rng.pick(IDS), `op-${client}-${n}`)
         records.push(record)
         // A Pinboard that is down refuses at once: do not spin on it.
         if (record.status === undefined) await sleep(50)
@@ -86,7 +102,7 @@ const recover = async (fleet: ChaosFleet, records: Array<ClientRecord>): Promise
     IDS.map(async (id, i) => {
       const pinboard = fleet.pinboards[i % 2]!
       for (let n = 0; ; n++) {
-        const record = await call(`http://127.0.0.1:${pinboard.port}`, "increment", id, `recovery-${id}-${n}`)
+        const record = await call(pinboard, "increment", id, `recovery-${id}-${n}`)
         records.push(record)
         if (record.status === 200) return void (worstMs = Math.max(worstMs, Date.now() - started))
         if (Date.now() > deadline) return void unrecovered.push(id)
@@ -128,28 +144,31 @@ const finalValues = async (fleet: ChaosFleet): Promise<Map<string, number>> => {
 
 /** For exit paths that cannot wait: the redis-servers are not node processes of bench/processes.ts. */
 let running: ChaosFleet | undefined
-const stopRedisSync = () => {
-  running?.registry.stopSync()
-  running?.storage.stopSync()
-}
+const stopRedisSync = () => running?.stopSync()
 
 const main = async (): Promise<boolean> => {
   const rng = new Rng(SEED)
-  log(`chaos: ${MINUTES} min of faults, seed ${SEED}, a fault every ~${INTERVAL_MS} ms, ${CLIENTS} clients on ${IDS.length} ids, lease ${LEASE_MS} ms`)
-  const fleet = await startFleet({ leaseMs: LEASE_MS, workers: 4, idleMs: 3000, portClosedMs: 1500 })
+  log(
+    `chaos: ${MINUTES} min of faults, seed ${SEED}, a fault every ~${INTERVAL_MS} ms, ${CLIENTS} clients on ${IDS.length} ids, ` +
+      `registry on ${CLUSTER ? `a Redis Cluster (3 masters, 1 replica each, cluster-node-timeout ${NODE_TIMEOUT_MS} ms)` : "one redis-server"}, lease ${LEASE_MS} ms`
+  )
+  const fleet = await startFleet({ leaseMs: LEASE_MS, workers: 4, idleMs: 3000, portClosedMs: 1500, cluster: CLUSTER, nodeTimeoutMs: NODE_TIMEOUT_MS })
   running = fleet
-  log(`fleet up in ${fleet.dir}: registry redis :${fleet.registryPort}, storage redis :${fleet.storage.port}, pinboards :${fleet.pinboards.map((p) => p.port).join(" :")}`)
+  const registry = fleet.registry.mode === "single" ? `redis :${fleet.registry.port}` : `cluster ${fleet.registry.cluster.seeds}`
+  log(`fleet up in ${fleet.dir}: registry ${registry}, storage redis :${fleet.storage.port}, pinboards :${fleet.pinboards.map((p) => p.port).join(" :")}`)
 
   // Past the registry's cold start before the faults begin.
   await sleep(LEASE_MS + 500)
   const records: Array<ClientRecord> = []
-  const faults = new Map<FaultKind, number>(FAULT_KINDS.map((kind) => [kind, 0]))
   const injector = makeInjector(fleet, LEASE_MS, rng, (line) => log(`  ${line}`))
+  const faults = new Map<FaultKind, number>(injector.kinds.map((kind) => [kind, 0]))
   const endAt = Date.now() + MINUTES * 60_000
   let faultsOver = false
   const clients = runClients(fleet, new Rng(SEED + 1), () => faultsOver, records)
 
   let lastReport = Date.now()
+  /** The machine's 1-minute load average every 30 s: figures from a machine busy with other work read differently. */
+  const loads: Array<number> = []
   while (Date.now() < endAt) {
     const kind = injector.inject()
     if (kind !== undefined) faults.set(kind, faults.get(kind)! + 1)
@@ -157,7 +176,8 @@ const main = async (): Promise<boolean> => {
     if (Date.now() - lastReport > 30_000) {
       lastReport = Date.now()
       const total = [...faults.values()].reduce((a, b) => a + b, 0)
-      log(`  ${Math.round((endAt - Date.now()) / 1000)} s left: ${total} faults, ${records.length} requests`)
+      loads.push(loadavg()[0]!)
+      log(`  ${Math.round((endAt - Date.now()) / 1000)} s left: ${total} faults, ${records.length} requests, load average ${loadavg()[0]!.toFixed(1)}`)
     }
   }
   log("faults stop; healing")
@@ -166,11 +186,24 @@ const main = async (): Promise<boolean> => {
   await clients
   const recovery = await recover(fleet, records)
 
-  const result = audit({ events: readEvents(fleet), clients: records, finalValues: await finalValues(fleet), known: knownAnswers })
+  // The faults' timeline, beside the workers' logs, to read problems against.
+  writeFileSync(
+    join(fleet.dir, "faults.log"),
+    [...injector.windows].sort((a, b) => a.from - b.from).map((w) => `${w.from} ${w.to} ${w.target} ${w.kind}\n`).join("")
+  )
+  const windowsOf = (kind: FaultKind) => injector.windows.filter((w) => w.kind === kind)
+  const result = audit({
+    events: readEvents(fleet),
+    clients: records,
+    finalValues: await finalValues(fleet),
+    known: knownAnswers,
+    pinboardDowns: windowsOf("Pinboard killed, restarted")
+  })
   const totalFaults = [...faults.values()].reduce((a, b) => a + b, 0)
   log("")
   log(`faults injected: ${totalFaults}`)
   for (const [kind, n] of faults) log(`  ${kind.padEnd(32)} ${n}`)
+  if (loads.length > 0) log(`load average (1 min, every 30 s): ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)} on ${availableParallelism()} cores`)
   log(`requests: ${result.requests}`)
   log(`acknowledged writes: ${result.acknowledged} (accepted by the store: ${result.acceptedWrites}; activations: ${result.activations})`)
   log(`double activations: ${result.doubleActivations}`)
@@ -178,6 +211,20 @@ const main = async (): Promise<boolean> => {
   log(`reads: ${result.reads}; stale reads (below a value acknowledged before the read): ${result.staleReads}`)
   log(`replayed bodies: ${result.replayedBodies}`)
   log(`unknown errors: ${result.unknownErrors}`)
+  log(`hangs (no answer within ${REQUEST_TIMEOUT_MS} ms): ${result.hangs}`)
+  log(`requests without an answer from a Pinboard that was up: ${result.unansweredWhileUp}`)
+  if (injector.unhealed.length > 0) log(`faults that did not heal: ${injector.unhealed.join(", ")}`)
+  if (injector.failovers.length > 0) {
+    const sorted = [...injector.failovers].sort((a, b) => a - b)
+    log(`failovers: ${sorted.length}, a master again after ${sorted[0]}-${sorted[sorted.length - 1]} ms (median ${sorted[Math.floor(sorted.length / 2)]} ms)`)
+  }
+  const cut = answersDuring(records, windowsOf("Pinboard cut from Redis"))
+  if (cut.requests > 0) {
+    log(`answers of a Pinboard while cut from Redis: ${cut.requests} requests (count, slowest, answer)`)
+    for (const [answer, { count, slowestMs }] of [...cut.answers].sort((a, b) => b[1].count - a[1].count)) {
+      log(`  ${String(count).padStart(7)} ${`${slowestMs} ms`.padStart(9)}  ${answer}`)
+    }
+  }
   log(`worst recovery time: ${recovery.worstMs} ms (two leases: ${2 * LEASE_MS} ms)${recovery.unrecovered.length > 0 ? `; NOT recovered: ${recovery.unrecovered.join(" ")}` : ""}`)
   log("answers other than 200:")
   for (const [answer, n] of [...result.answers].sort((a, b) => b[1] - a[1])) log(`  ${String(n).padStart(7)}  ${answer}`)
@@ -191,6 +238,9 @@ const main = async (): Promise<boolean> => {
     result.staleReads === 0 &&
     result.replayedBodies === 0 &&
     result.unknownErrors === 0 &&
+    result.hangs === 0 &&
+    result.unansweredWhileUp === 0 &&
+    injector.unhealed.length === 0 &&
     recovery.unrecovered.length === 0 &&
     recovery.worstMs <= 2 * LEASE_MS
   log(ok ? "PASS" : "FAIL")

@@ -10,7 +10,10 @@
 //   the read was sent (an old owner still answering);
 // - replayed bodies: a request body delivered to a worker more than once;
 // - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
-//   counter's own refusals.
+//   counter's own refusals;
+// - hangs: a request with no answer within the client's timeout;
+// - unanswered while up: a request that got no answer (a reset, a closed connection) from a
+//   Pinboard that was not killed while it was on its way.
 import { compareEpochs } from "../../src/contract/Epochs.js"
 import { catalogue } from "../../src/Errors.js"
 
@@ -33,7 +36,22 @@ export interface ClientRecord {
   readonly body?: string
   /** The request failed without an answer (a Pinboard killed, a connection reset). */
   readonly error?: string
+  /** The Pinboard it was sent to. */
+  readonly via: string
 }
+
+/** The `error` of a request that had no answer within the client's timeout. */
+export const HANG = "TimeoutError"
+
+/** A span of time a target spent under a fault (ms). */
+export interface Window {
+  readonly target: string
+  readonly from: number
+  readonly to: number
+}
+
+const overlaps = (record: ClientRecord, window: Window) =>
+  record.via === window.target && record.sentAt <= window.to && window.from <= record.answeredAt
 
 export interface KnownAnswer {
   readonly status: number
@@ -58,6 +76,8 @@ export interface AuditInput {
   readonly finalValues: ReadonlyMap<string, number>
   /** Catalogue rows and the counter's own refusals. */
   readonly known: ReadonlyArray<KnownAnswer>
+  /** When each Pinboard was down: from its kill until it was healthy again. */
+  readonly pinboardDowns: ReadonlyArray<Window>
 }
 
 export interface AuditResult {
@@ -71,6 +91,8 @@ export interface AuditResult {
   readonly staleReads: number
   readonly replayedBodies: number
   readonly unknownErrors: number
+  readonly hangs: number
+  readonly unansweredWhileUp: number
   /** Non-success answers by `status body`. */
   readonly answers: ReadonlyMap<string, number>
   /** Requests that got no answer, by error. */
@@ -141,9 +163,18 @@ export const audit = (input: AuditInput): AuditResult => {
   let unknownErrors = 0
   const acks = new Map<string, Array<{ readonly at: number; readonly value: number }>>()
   const reads: Array<{ readonly record: ClientRecord; readonly value: number }> = []
+  let hangs = 0
+  let unansweredWhileUp = 0
   for (const record of input.clients) {
     if (record.status === undefined) {
       count(unanswered, record.error ?? "no answer")
+      if (record.error === HANG) {
+        hangs++
+        problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, no answer in ${record.answeredAt - record.sentAt} ms`)
+      } else if (!input.pinboardDowns.some((down) => overlaps(record, down))) {
+        unansweredWhileUp++
+        problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, ${record.error ?? "no answer"} while it was up`)
+      }
       continue
     }
     if (record.status === 200) {
@@ -213,6 +244,8 @@ export const audit = (input: AuditInput): AuditResult => {
     staleReads,
     replayedBodies,
     unknownErrors,
+    hangs,
+    unansweredWhileUp,
     answers,
     unanswered,
     problems
@@ -226,4 +259,24 @@ const parseValue = (body: string | undefined): number | undefined => {
   } catch {
     return undefined
   }
+}
+
+/** What the clients of a target were told while it was under a fault, and how long the slowest of each answer took. */
+export interface AnswersDuring {
+  readonly requests: number
+  /** By `200`, `status body`, or the error of a request without an answer. */
+  readonly answers: ReadonlyMap<string, { readonly count: number; readonly slowestMs: number }>
+}
+
+export const answersDuring = (clients: ReadonlyArray<ClientRecord>, windows: ReadonlyArray<Window>): AnswersDuring => {
+  const answers = new Map<string, { count: number; slowestMs: number }>()
+  let requests = 0
+  for (const record of clients) {
+    if (!windows.some((window) => overlaps(record, window))) continue
+    requests++
+    const key = record.status === undefined ? (record.error ?? "no answer") : record.status === 200 ? "200" : `${record.status} ${record.body ?? ""}`
+    const seen = answers.get(key) ?? { count: 0, slowestMs: 0 }
+    answers.set(key, { count: seen.count + 1, slowestMs: Math.max(seen.slowestMs, record.answeredAt - record.sentAt) })
+  }
+  return { requests, answers }
 }

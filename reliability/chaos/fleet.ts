@@ -1,10 +1,13 @@
-// The chaos run's processes: two redis-servers (the registry's, which the faults hit, and the
-// counters' storage, which they leave alone), two Pinboards and four counter workers, each
-// restartable on its own port, plus the links the workers' registry calls go through.
+// The chaos run's processes: the registry (one redis-server, or with `--cluster` a Redis
+// Cluster of three masters with a replica each), which the faults hit; the counters' storage
+// redis-server, which they leave alone; two Pinboards and four counter workers, each
+// restartable on its own port; and the links the workers' registry calls go through and, on
+// one redis-server, each Pinboard's registry connection.
 import { existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freePort, startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
+import { startRedisCluster, type RedisCluster } from "../../test/support/RedisCluster.js"
 import { spawnNode, type Proc } from "../../bench/processes.js"
 import type { WorkerSpec } from "./counterWorker.js"
 import { openLink, type Link } from "./link.js"
@@ -18,6 +21,22 @@ export interface FleetOptions {
   readonly workers: number
   readonly idleMs: number
   readonly portClosedMs: number
+  /** A Redis Cluster for the registry instead of one redis-server. */
+  readonly cluster: boolean
+  /** The cluster's cluster-node-timeout: how long a dead master goes before its replica takes over. */
+  readonly nodeTimeoutMs: number
+}
+
+/** One redis-server, restarted on the same port. */
+export interface SingleRegistry {
+  readonly mode: "single"
+  readonly port: number
+  server: RedisServer
+}
+
+export interface ClusterRegistry {
+  readonly mode: "cluster"
+  readonly cluster: RedisCluster
 }
 
 export interface Restartable {
@@ -29,16 +48,24 @@ export interface Restartable {
 export interface ChaosFleet {
   readonly dir: string
   readonly storage: RedisServer
-  registry: RedisServer
-  /** The registry's port, kept across restarts. */
-  readonly registryPort: number
-  readonly pinboards: ReadonlyArray<Restartable & { readonly port: number }>
+  readonly registry: SingleRegistry | ClusterRegistry
+  /** On one redis-server, each Pinboard's registry connection goes through `redisLink`. */
+  readonly pinboards: ReadonlyArray<Restartable & { readonly port: number; readonly redisLink: Link | undefined }>
   readonly workers: ReadonlyArray<Restartable & { readonly link: Link; readonly logFile: string }>
   readonly stop: () => Promise<void>
+  /** For exit paths that cannot wait: the redis-servers are not node processes of bench/processes.ts. */
+  readonly stopSync: () => void
 }
 
+/**
+ * How long a start may take before the run gives up on it. Generous: on a loaded 2-core
+ * machine a Pinboard took 4 to 8 s to listen, and 40 to 60 s at a load average of 29 (no
+ * fault running); a slow start is no fault of the fleet's.
+ */
+const START_LIMIT_MS = 120_000
+
 const waitHealthy = async (port: number, proc: Proc): Promise<void> => {
-  const deadline = Date.now() + 15_000
+  const deadline = Date.now() + START_LIMIT_MS
   for (;;) {
     if (!proc.alive()) throw new Error(`${proc.name} exited during start-up:\n${proc.lines.join("\n")}`)
     const ok = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) }).then(
@@ -55,23 +82,48 @@ export const startFleet = async (options: FleetOptions): Promise<ChaosFleet> => 
   if (!existsSync(MAIN)) throw new Error("dist/main.js is missing: npm run chaos builds it")
   const dir = mkdtempSync(join(tmpdir(), "pinboard-chaos-"))
   const storage = await startRedisServer()
-  const registryPort = await freePort()
-  const fleet = { registry: await startRedisServer(registryPort) }
+  const registry: SingleRegistry | ClusterRegistry = options.cluster
+    ? { mode: "cluster", cluster: await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: options.nodeTimeoutMs }) }
+    : await (async () => {
+        const port = await freePort()
+        return { mode: "single", port, server: await startRedisServer(port) } as const
+      })()
+  const stopSync = () => {
+    storage.stopSync()
+    if (registry.mode === "single") registry.server.stopSync()
+    else registry.cluster.stopSync()
+  }
+  try {
+    return await startProcesses(options, dir, storage, registry, stopSync)
+  } catch (error) {
+    stopSync()
+    throw error
+  }
+}
 
+const startProcesses = async (
+  options: FleetOptions,
+  dir: string,
+  storage: RedisServer,
+  registry: SingleRegistry | ClusterRegistry,
+  stopSync: () => void
+): Promise<ChaosFleet> => {
   const pinboards = await Promise.all(
     ["pinboard-a", "pinboard-b"].map(async (name) => {
       const port = await freePort()
+      const redisLink = registry.mode === "single" ? await openLink(() => registry.port) : undefined
       const env = {
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PINBOARD_"))),
-        PINBOARD_REDIS_URL: `redis://127.0.0.1:${registryPort}`,
+        ...(registry.mode === "single" ? { PINBOARD_REDIS_URL: `redis://127.0.0.1:${redisLink!.port}` } : { PINBOARD_REDIS_CLUSTER: registry.cluster.seeds }),
         PINBOARD_TOKEN: TOKEN,
         PINBOARD_PORT: String(port),
         PINBOARD_HOST: "127.0.0.1",
         PINBOARD_LEASE_MS: String(options.leaseMs)
       }
-      const entry: Restartable & { port: number } = {
+      const entry: Restartable & { port: number; redisLink: Link | undefined } = {
         name,
         port,
+        redisLink,
         current: undefined as unknown as Proc,
         start: async () => {
           entry.current = spawnNode(name, undefined, MAIN, [], env)
@@ -108,7 +160,7 @@ export const startFleet = async (options: FleetOptions): Promise<ChaosFleet> => 
         current: undefined as unknown as Proc,
         start: async () => {
           entry.current = spawnNode(name, undefined, WORKER_SCRIPT, [JSON.stringify(spec)])
-          await entry.current.waitForLine(/^worker \S+ listening/, 15_000)
+          await entry.current.waitForLine(/^worker \S+ listening/, START_LIMIT_MS)
         }
       }
       await entry.start()
@@ -116,17 +168,16 @@ export const startFleet = async (options: FleetOptions): Promise<ChaosFleet> => 
     })
   )
 
-  const chaos: ChaosFleet = {
+  return {
     dir,
     storage,
-    registry: fleet.registry,
-    registryPort,
+    registry,
     pinboards,
     workers,
     stop: async () => {
-      for (const worker of workers) worker.link.close()
-      await Promise.all([storage.stop(), chaos.registry.stop()])
-    }
+      for (const link of [...workers.map((w) => w.link), ...pinboards.map((p) => p.redisLink)]) link?.close()
+      await Promise.all([storage.stop(), registry.mode === "single" ? registry.server.stop() : registry.cluster.stop()])
+    },
+    stopSync
   }
-  return chaos
 }

@@ -83,6 +83,30 @@ export interface RedisTarget {
   readonly cluster: ReadonlyArray<string> | undefined
 }
 
+/**
+ * Start-up waits at most this long for the registry's first connection (real time, as the
+ * call timeout); past it Pinboard serves, and calls answer 503 until the client is ready.
+ */
+export const FIRST_CONNECT_WAIT_MS = 5_000
+
+/**
+ * Resolves once the client is ready, its first connection attempt failed, or the wait is
+ * over. Not on `connect()` alone: when a Cluster client's first ready check fails (a master
+ * has just died), ioredis reconnects on a promise of its own and never settles the one
+ * `connect()` returned, though the client becomes ready.
+ */
+const firstConnect = (client: RedisClient): Promise<void> =>
+  new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      client.off("ready", done)
+      resolve()
+    }
+    const timer = setTimeout(done, FIRST_CONNECT_WAIT_MS)
+    client.once("ready", done)
+    client.connect().then(done, done)
+  })
+
 /** A client with the scripts defined, connected (or reconnecting), disconnected when the scope closes. */
 export const connectRedis = (target: RedisTarget) =>
   Effect.acquireRelease(
@@ -95,7 +119,7 @@ export const connectRedis = (target: RedisTarget) =>
         // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
       })
       defineScripts(client)
-      await client.connect().catch(() => undefined)
+      await firstConnect(client)
       return client
     }),
     (client) => Effect.sync(() => client.disconnect())

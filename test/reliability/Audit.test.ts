@@ -1,7 +1,8 @@
 // The chaos audit finds what it is there to find: double activations, lost acknowledged
-// writes, stale reads, replayed bodies and unknown errors (reliability/chaos/audit.ts).
+// writes, stale reads, replayed bodies, unknown errors, hangs and requests unanswered by a
+// Pinboard that was up (reliability/chaos/audit.ts).
 import { describe, expect, it } from "vitest"
-import { audit, knownAnswers, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
+import { answersDuring, audit, HANG, knownAnswers, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
 import { internalError } from "../../src/Errors.js"
 
 const known = [{ status: 503, body: '{"error":"registry cold start, retry"}' }]
@@ -11,16 +12,27 @@ const acked = (id: string, op: string, value: number, answeredAt = 0): ClientRec
   kind: "increment",
   op,
   id,
+  via: "a",
   sentAt: 0,
   answeredAt,
   status: 200,
   body: JSON.stringify({ value })
 })
-const answer = (op: string, status: number, body: string): ClientRecord => ({ kind: "increment", op, id: "c1", sentAt: 0, answeredAt: 0, status, body })
+const answer = (op: string, status: number, body: string): ClientRecord => ({ kind: "increment", op, id: "c1", via: "a", sentAt: 0, answeredAt: 0, status, body })
+const unanswered = (op: string, via: string, sentAt: number, answeredAt: number, error: string): ClientRecord => ({
+  kind: "increment",
+  op,
+  id: "c1",
+  via,
+  sentAt,
+  answeredAt,
+  error
+})
 const read = (op: string, value: number, sentAt: number): ClientRecord => ({
   kind: "read",
   op,
   id: "c1",
+  via: "a",
   sentAt,
   answeredAt: sentAt + 1,
   status: 200,
@@ -31,7 +43,8 @@ const clean = {
   events: [deliver("w1", "c1", "1", "a"), write("w1", "c1", "1", 1, "a"), deliver("w2", "c1", "2", "b"), write("w2", "c1", "2", 2, "b")],
   clients: [acked("c1", "a", 1, 10), acked("c1", "b", 2, 20), answer("c", 503, '{"error":"registry cold start, retry"}'), read("r", 1, 15)],
   finalValues: new Map([["c1", 2]]),
-  known
+  known,
+  pinboardDowns: []
 }
 
 describe("the chaos audit", () => {
@@ -80,9 +93,44 @@ describe("the chaos audit", () => {
     expect(result.unknownErrors).toBe(1)
   })
 
-  it("counts requests without an answer apart, by error", () => {
-    const result = audit({ ...clean, clients: [...clean.clients, { kind: "increment", op: "g", id: "c1", sentAt: 0, answeredAt: 0, error: "ECONNREFUSED" }] })
-    expect(result.unanswered.get("ECONNREFUSED")).toBe(1)
+  it("counts requests without an answer apart, by error; only those sent to a Pinboard while it was down are excused", () => {
+    const downs = [{ target: "b", from: 100, to: 200 }]
+    const result = audit({
+      ...clean,
+      pinboardDowns: downs,
+      clients: [
+        ...clean.clients,
+        unanswered("killed", "b", 90, 110, "ECONNRESET"),
+        unanswered("refused", "b", 150, 151, "ECONNREFUSED"),
+        unanswered("other", "a", 150, 151, "ECONNRESET"),
+        unanswered("later", "b", 201, 202, "UND_ERR_SOCKET")
+      ]
+    })
+    expect(result.unanswered).toEqual(new Map([["ECONNRESET", 2], ["ECONNREFUSED", 1], ["UND_ERR_SOCKET", 1]]))
+    expect(result.unansweredWhileUp).toBe(2)
+    expect(result.problems).toEqual(["other via a: sent at 150, ECONNRESET while it was up", "later via b: sent at 201, UND_ERR_SOCKET while it was up"])
     expect(result.unknownErrors).toBe(0)
+  })
+
+  it("counts a request without an answer within the client's timeout as a hang, even while its Pinboard was down", () => {
+    const result = audit({ ...clean, pinboardDowns: [{ target: "a", from: 0, to: 9000 }], clients: [...clean.clients, unanswered("h", "a", 0, 8000, HANG)] })
+    expect(result.hangs).toBe(1)
+    expect(result.unansweredWhileUp).toBe(0)
+  })
+
+  it("tells what a target's clients were told while it was under a fault", () => {
+    const clients = [
+      answer("x", 503, '{"error":"registry unavailable, retry"}'),
+      { ...acked("c1", "y", 3, 1200), sentAt: 1000 },
+      { ...answer("z", 503, '{"error":"registry unavailable, retry"}'), via: "b" },
+      unanswered("w", "a", 5000, 5001, "ECONNRESET")
+    ]
+    expect(answersDuring(clients, [{ target: "a", from: 0, to: 1000 }])).toEqual({
+      requests: 2,
+      answers: new Map([
+        ['503 {"error":"registry unavailable, retry"}', { count: 1, slowestMs: 0 }],
+        ["200", { count: 1, slowestMs: 200 }]
+      ])
+    })
   })
 })

@@ -33,6 +33,17 @@ export interface RedisCluster {
   readonly restart: (port: number) => Promise<void>
   /** Resolves once every running node reports cluster_state:ok and agrees on the masters; fails after `timeoutMs` (nominal, scaled). */
   readonly waitHealthy: (timeoutMs?: number) => Promise<void>
+  /**
+   * The online replica of `master` once it has applied everything the master has written so
+   * far: a failover now would promote it with the master's data (writes after this may not
+   * have reached it: replication is asynchronous).
+   */
+  readonly syncedReplicaOf: (master: number, timeoutMs?: number) => Promise<number>
+  /**
+   * Resolves once the node on `port` is a replica whose link to its master is up (it has
+   * loaded the master's data); answers the master's port.
+   */
+  readonly waitReplicating: (port: number, timeoutMs?: number) => Promise<number>
   /** Runs one redis-cli command against a node. */
   readonly cli: (port: number, ...args: ReadonlyArray<string>) => Promise<string>
   readonly stop: () => Promise<void>
@@ -232,6 +243,29 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
       await waitAnswering(state)
     },
     waitHealthy,
+    syncedReplicaOf: async (master, timeoutMs = 10_000) => {
+      const started = performance.now()
+      for (;;) {
+        const info = await cli(master, "INFO", "replication").catch(() => "")
+        const online = /^slave\d+:ip=[^,]*,port=(\d+),state=online/m.exec(info)
+        if (online !== null) {
+          const port = Number(online[1])
+          const applied = infoField(await cli(port, "INFO", "replication").catch(() => ""), "slave_repl_offset")
+          if (applied !== undefined && Number(applied) >= Number(infoField(info, "master_repl_offset"))) return port
+        }
+        if (performance.now() - started > timeoutMs) throw new Error(`master ${master} has no synced replica`)
+        await sleep(50)
+      }
+    },
+    waitReplicating: async (port, timeoutMs = 20_000) => {
+      const started = performance.now()
+      for (;;) {
+        const info = await cli(port, "INFO", "replication").catch(() => "")
+        if (infoField(info, "role") === "slave" && infoField(info, "master_link_status") === "up") return Number(infoField(info, "master_port"))
+        if (performance.now() - started > timeoutMs) throw new Error(`node ${port} is not replicating`)
+        await sleep(50)
+      }
+    },
     cli,
     stop: async () => {
       await Promise.all(
@@ -249,6 +283,8 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
     stopSync
   }
 }
+
+const infoField = (info: string, field: string): string | undefined => new RegExp(`^${field}:(.*)$`, "m").exec(info)?.[1]?.trim()
 
 /** Every replica has finished its first sync, so a failover promotes a replica with the data. */
 const waitReplicasInSync = async (
