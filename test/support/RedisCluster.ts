@@ -254,7 +254,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
           if (applied !== undefined && Number(applied) >= Number(infoField(info, "master_repl_offset"))) return port
         }
         if (performance.now() - started > timeoutMs) throw new Error(`master ${master} has no synced replica`)
-        await sleep(50)
+        await pollPause(50)
       }
     },
     waitReplicating: async (port, timeoutMs = 20_000) => {
@@ -263,7 +263,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
         const info = await cli(port, "INFO", "replication").catch(() => "")
         if (infoField(info, "role") === "slave" && infoField(info, "master_link_status") === "up") return Number(infoField(info, "master_port"))
         if (performance.now() - started > timeoutMs) throw new Error(`node ${port} is not replicating`)
-        await sleep(50)
+        await pollPause(50)
       }
     },
     cli,
