@@ -80,8 +80,10 @@ interface WorkerState {
   process: Process | undefined
   /** The registry's lease end for the incarnation it last granted, as its answers set it. */
   granted: { incarnation: string; until: number; wiped: boolean } | undefined
-  /** The last heartbeat answer this process received was a 410: its next call must be a register. */
-  lost: boolean
+  /** Incarnations whose heartbeat was answered 410 (and the worker heard it): none may heartbeat again. */
+  readonly lost: Set<string>
+  /** Counts the processes started and ended: a call of a process that has ended never reaches the registry. */
+  generation: number
 }
 
 const holders = (workers: Map<string, WorkerState>, id: string): Array<string> =>
@@ -103,14 +105,17 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
     const registry: RegistryService = makeRegistry(backend, policy)
     /** What the registry calls saw wrong: they run in the workers' fibers, so the test reads them after each step. */
     const violations: Array<string> = []
-    const workers = new Map<string, WorkerState>(WORKERS.map((name) => [name, { link: { state: "up" }, process: undefined, granted: undefined, lost: false }]))
+    const workers = new Map<string, WorkerState>(WORKERS.map((name) => [name, { link: { state: "up" }, process: undefined, granted: undefined, lost: new Set(), generation: 0 }]))
 
-    /** A registry call over the worker's link: lost when the link is down at either end, late when it is slow. */
-    const overLink = <A>(name: string, call: (w: WorkerState) => Effect.Effect<A, unknown>): Promise<A> => {
+    /**
+     * A registry call over the worker's link: lost when the link is down at either end, late when
+     * it is slow, and gone with its process (`generation`: the process that made it).
+     */
+    const overLink = <A>(name: string, generation: number, call: (w: WorkerState) => Effect.Effect<A, unknown>): Promise<A> => {
       const w = workers.get(name)!
       const delay = () => (w.link.state === "slow" ? Effect.sleep(w.link.delayMs / 2) : Effect.void)
       // Read afresh at each end of the crossing: the link may change while a call is on its way.
-      const down = () => w.link.state === "down"
+      const down = () => w.link.state === "down" || w.generation !== generation
       const crossing = Effect.gen(function* () {
         if (down()) return yield* Effect.fail(new Error("connection refused"))
         yield* delay()
@@ -141,23 +146,22 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
       )
     }
 
-    const clientOf = (name: string): RegistryClient => ({
+    const clientOf = (name: string, generation: number): RegistryClient => ({
       register: (status) =>
-        overLink(name, (w) =>
+        overLink(name, generation, (w) =>
           Effect.gen(function* () {
             // Registering again after a 410 or a lapse: everything of the lost incarnation is gone already.
             if (heldIds(w).length > 0) violations.push(`${name} registers again holding ${heldIds(w)}`)
             const answer = yield* registry.register({ worker: name, advertiseUrl: `http://127.0.0.1:1/${name}`, namespaces: [{ namespace: NAMESPACE, hostname: "", env: "" }], ...status })
             w.granted = { incarnation: answer.incarnation, until: answer.leaseExpiresAt, wiped: false }
-            w.lost = false
             watchLapse(name, w.granted)
             return { incarnation: answer.incarnation, leaseMs: answer.leaseMs, heartbeatMs: answer.heartbeatMs, buckets: answer.buckets, unrenewed: answer.unrenewed }
           })
         ),
       heartbeat: (incarnation, status) =>
-        overLink(name, (w) =>
+        overLink(name, generation, (w) =>
           Effect.gen(function* () {
-            if (w.lost) violations.push(`${name} heartbeats after a 410`)
+            if (w.lost.has(incarnation)) violations.push(`${name} heartbeats after a 410`)
             const granted = w.granted?.incarnation === incarnation ? w.granted : undefined
             const lapsed = granted === undefined || now() >= granted.until
             const answer = yield* Effect.either(registry.heartbeat(name, { incarnation, ...status, degraded: false }))
@@ -181,28 +185,29 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
           })
         ).then((answer) => {
           // Told 410 (an answer lost on its way back tells the worker nothing).
-          if (answer._tag === "LeaseLost") workers.get(name)!.lost = true
+          if (answer._tag === "LeaseLost") workers.get(name)!.lost.add(incarnation)
           return answer
         }),
       release: (placement, epoch) =>
-        overLink(name, () => Effect.map(registry.release(placement, epoch), (outcome) => outcome._tag === "Done")),
-      deregister: (incarnation) => overLink(name, () => registry.deregister(name, incarnation))
+        overLink(name, generation, () => Effect.map(registry.release(placement, epoch), (outcome) => outcome._tag === "Done")),
+      deregister: (incarnation) => overLink(name, generation, () => registry.deregister(name, incarnation))
     })
 
     const start = (name: string) =>
       Effect.gen(function* () {
         const w = workers.get(name)!
         if (w.process !== undefined) return
+        const client = clientOf(name, ++w.generation)
         const scope = yield* Scope.make()
         const activations: Activations = new Activations(new Map([[NAMESPACE, { activate: () => ({}), idleTimeoutMs: 1 }]]), {
           worker: name,
           now,
-          release: (placement, epoch) => clientOf(name).release(placement, epoch),
+          release: (placement, epoch) => client.release(placement, epoch),
           callAs: () => () => Promise.reject(new Error("no calls here")),
           log: () => undefined
         })
         const lease = yield* Scope.extend(
-          keepLease(clientOf(name), {
+          keepLease(client, {
             drop: (reason, which) => {
               count(`dropped: ${reason}`)
               return Effect.promise(() => (which === undefined ? activations.dropAll(reason) : activations.dropWhere(which, reason)))
@@ -213,7 +218,6 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
           scope
         )
         w.process = { scope, lease, activations }
-        w.lost = false
       })
 
     /** A process gone: its fibers stop and its memory with them; a graceful stop deregisters first. */
@@ -222,11 +226,16 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
         const w = workers.get(name)!
         const process = w.process
         if (process === undefined) return
+        w.process = undefined
+        const generation = w.generation
+        // The process exits: its calls still on the way go nowhere (once its deregistration is through).
+        const exit = Effect.sync(() => void (w.generation === generation && w.generation++))
         if (graceful) {
           yield* Effect.promise(() => process.activations.dropAll("shutdown"))
-          yield* Effect.fork(process.lease.deregister)
+          yield* Effect.fork(Effect.ensuring(process.lease.deregister, exit))
+        } else {
+          yield* exit
         }
-        w.process = undefined
         yield* Scope.close(process.scope, Exit.void)
       })
 
