@@ -133,6 +133,11 @@ describe("parseAddress", () => {
     expect(absoluteFormAuthority("http://b.example?q/ns/id")).toBe("b.example")
     expect(absoluteFormAuthority("http://a@b@c.example:1/ns")).toBe("c.example:1")
     expect(tagOf("http://b.example#/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("http://b.example#x/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("http://b.example?x/ns/id")).toBe("UnknownNamespace")
+    // Neither origin-form nor absolute-form: no path to read.
+    expect(tagOf("example.com/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("a/b/c")).toBe("UnknownNamespace")
   })
 
   describe("no id segment: unknown namespace", () => {

@@ -93,7 +93,6 @@ describe("placement choice at its edges", () => {
     const tied = [{ worker: "a", headroom: 0 }, { worker: "b", headroom: 0 }, { worker: "c", headroom: 3 }]
     expect(choice(tied, { caller: "a", r1: 0.5, r2: 0 })).toBe("b")
     expect(choice(tied, { caller: "a", r1: 0, r2: 0 })).toBe("a")
-    expect(choice([{ worker: "a", headroom: 0 }], { balanceFactor: 0.5 })).toBe("a")
   })
 
   it("rendezvousPick is the candidate with the greatest score, wherever it stands", () => {
@@ -103,6 +102,9 @@ describe("placement choice at its edges", () => {
       expect(pick(list, affinity)).toBe(best)
       expect(pick([...list].reverse(), affinity)).toBe(best)
     }
+    // A tie (the same score) goes to the first.
+    const first = { worker: "a", headroom: 1 }
+    expect(pick([first, { worker: "a", headroom: 2 }], "10.0.0.1")).toBe(first)
   })
 })
 
