@@ -11,7 +11,8 @@ import {
   isValidNamespace,
   MAX_ID_LENGTH,
   NAMESPACE_PATTERN,
-  parseAddress
+  parseAddress,
+  pathOf
 } from "../src/Address.js"
 import { APPLICATION_JSON, TEXT_PLAIN } from "../src/Errors.js"
 
@@ -111,6 +112,34 @@ describe("parseAddress", () => {
     expect(absoluteFormAuthority("b.example:443")).toBeUndefined()
   })
 
+  it("an absolute-form scheme is a letter, then letters, digits, +, - and . (RFC 3986 3.1), in either case", () => {
+    for (const scheme of ["h", "A", "z", "Z", "a0", "a9", "a+b", "a-b", "a.b", "Az09+-."]) {
+      expect(parsed(`${scheme}://host/ns/id`), scheme).toStrictEqual({ namespace: "/ns", id: "id", rest: "", query: "" })
+      expect(absoluteFormAuthority(`${scheme}://host:1/ns/id`), scheme).toBe("host:1")
+    }
+    // Just outside each range: @ [ ` { before and after the letters, / and : around the digits, and a digit first.
+    for (const scheme of ["@", "[", "`", "{", "a@", "a[", "a`", "a{", "a/", "a,", "a*", "0a", "+a", "-a", ".a"]) {
+      expect(tagOf(`${scheme}://host/ns/id`), scheme).toBe("UnknownNamespace")
+      expect(absoluteFormAuthority(`${scheme}://host/ns/id`), scheme).toBeUndefined()
+    }
+    for (const url of ["http:/host/ns/id", "http:host/ns/id", "http//host/ns/id", "://host/ns/id"]) {
+      expect(tagOf(url), url).toBe("UnknownNamespace")
+      expect(absoluteFormAuthority(url), url).toBeUndefined()
+    }
+  })
+
+  it("an absolute-form authority ends at the path, the query or the fragment", () => {
+    expect(absoluteFormAuthority("http://b.example#f/ns/id")).toBe("b.example")
+    expect(absoluteFormAuthority("http://b.example?q/ns/id")).toBe("b.example")
+    expect(absoluteFormAuthority("http://a@b@c.example:1/ns")).toBe("c.example:1")
+    expect(tagOf("http://b.example#/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("http://b.example#x/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("http://b.example?x/ns/id")).toBe("UnknownNamespace")
+    // Neither origin-form nor absolute-form: no path to read.
+    expect(tagOf("example.com/ns/id")).toBe("UnknownNamespace")
+    expect(tagOf("a/b/c")).toBe("UnknownNamespace")
+  })
+
   describe("no id segment: unknown namespace", () => {
     for (const url of ["/ns", "/ns/", "/ns?x=1", "/ns/?x=1", "/", "", "*", "//", "example.com:443", "ns/id", "1http://h/ns/id"]) {
       it(JSON.stringify(url), () => {
@@ -132,7 +161,7 @@ describe("parseAddress", () => {
   })
 
   it("rejects characters outside [A-Za-z0-9._~-], % included (ids are not decoded)", () => {
-    for (const id of ["a%20b", "%41", "a b", "a+b", "a:b", "a@b", "a#b", "é", "a\u0000", "a!", "a*", "a=b", "a;b", "\u{1F600}"]) {
+    for (const id of ["\u0080", "a\u00ff", "a\u0100", "a\u007f", "a,", "a:", "a@", "a[", "a`", "a{", "a}", "a^", "a%20b", "%41", "a b", "a+b", "a:b", "a@b", "a#b", "é", "a\u0000", "a!", "a*", "a=b", "a;b", "\u{1F600}"]) {
       expect(tagOf(`/ns/${id}/rest`), id).toBe("IdBadCharacters")
     }
   })
@@ -231,6 +260,24 @@ describe("id and namespace predicates", () => {
       expect(isValidNamespace(ns)).toBe(NAMESPACE_PATTERN.test(ns))
     }
   )
+
+  it("a namespace is a slash and 1 to 128 characters of the id set", () => {
+    expect(isValidNamespace("/")).toBe(false)
+    expect(isValidNamespace("")).toBe(false)
+    expect(isValidNamespace("/a")).toBe(true)
+    expect(isValidNamespace(`/${"n".repeat(128)}`)).toBe(true)
+    expect(isValidNamespace(`/${"n".repeat(129)}`)).toBe(false)
+    expect(isValidNamespace("//a")).toBe(false)
+    expect(isValidNamespace("/a\u0080")).toBe(false)
+    expect(isValidId("\u0080")).toBe(false)
+  })
+
+  it("pathOf is everything before the first ?", () => {
+    expect(pathOf("/threads/t_8f2a/stream?x=1?y")).toBe("/threads/t_8f2a/stream")
+    expect(pathOf("/threads/t_8f2a")).toBe("/threads/t_8f2a")
+    expect(pathOf("?x")).toBe("")
+    expect(pathOf("/a/b?")).toBe("/a/b")
+  })
 
   it("idError follows the check order", () => {
     expect(idError("")?._tag).toBe("IdEmpty")

@@ -104,4 +104,13 @@ describe("Pinboard-Attestation", () => {
     expect((await verify(hosted)).host).toBe("docs.example")
     expect((await verify(fresh(base, NOW_MS))).sub).toBeUndefined()
   })
+
+  it("two callers, or two hostnames, of one placement within one second each get their own token", async () => {
+    const fresh = makeAttestationSigner(attestationKey(TOKEN))
+    const verify = async (token: string) => (await jwtVerify(token, attestationKey(TOKEN), { currentDate: new Date(NOW_MS) })).payload
+    expect((await verify(fresh({ ...base, caller: "/rooms/r1" }, NOW_MS))).caller).toBe("/rooms/r1")
+    expect((await verify(fresh({ ...base, caller: "/rooms/r2" }, NOW_MS + 1))).caller).toBe("/rooms/r2")
+    expect((await verify(fresh({ ...base, hostname: { env: "prod", host: "a.example" } }, NOW_MS))).host).toBe("a.example")
+    expect((await verify(fresh({ ...base, hostname: { env: "prod", host: "b.example" } }, NOW_MS + 1))).host).toBe("b.example")
+  })
 })

@@ -1,8 +1,9 @@
 // The pure rule decisions of DESIGN 6: which rule applies, where the credential is, scopes
 // and callers.
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
-import { admitsCaller, credentialInCookie, credentialInHeader, holdsScopes, ruleFor } from "../../src/auth/Rules.js"
+import { Effect, FastCheck as fc, Option } from "effect"
+import type { Provider } from "../../src/auth/Providers.js"
+import { admitsCaller, compileRule, credentialInCookie, credentialInHeader, holdsScopes, ruleFor } from "../../src/auth/Rules.js"
 
 describe("ruleFor", () => {
   const rules = new Map([
@@ -30,6 +31,18 @@ describe("the credential", () => {
     expect(read({ authorization: "Basic dXNlcg==" })).toBe("Basic dXNlcg==")
     expect(read({})).toBeUndefined()
     expect(read({ authorization: "" })).toBeUndefined()
+    expect(read({ authorization: "Bearer " })).toBeUndefined()
+  })
+
+  it("Bearer is removed only as the value's first word", () => {
+    const read = credentialInHeader("authorization")
+    expect(read({ authorization: "Bearerabc" })).toBe("Bearerabc")
+    expect(read({ authorization: "Token bearer abc" })).toBe("Token bearer abc")
+    expect(read({ authorization: "Bearer bearer abc" })).toBe("bearer abc")
+  })
+
+  it("a repeated header: the first value", () => {
+    expect(credentialInHeader("x-api-key")({ "x-api-key": ["k1", "k2"] as unknown as string })).toBe("k1")
   })
 
   it("from another header", () => {
@@ -40,6 +53,7 @@ describe("the credential", () => {
     const read = credentialInCookie("session")
     expect(read({ cookie: "a=1; session=tok; b=2" })).toBe("tok")
     expect(read({ cookie: "sessions=no" })).toBeUndefined()
+    expect(read({ cookie: "session=; b=2" })).toBeUndefined()
     expect(read({})).toBeUndefined()
   })
 })
@@ -62,5 +76,33 @@ describe("scopes and callers", () => {
     expect(admitsCaller(new Set(["/rooms"]), "/rooms")).toBe(true)
     expect(admitsCaller(new Set(["/rooms"]), "/threads")).toBe(false)
     expect(admitsCaller(new Set(), "/rooms")).toBe(false)
+  })
+})
+
+describe("a compiled rule", () => {
+  const named = (subject: string): Provider => (credential) => Effect.succeed(credential === subject ? Option.some({ subject, scopes: [] }) : Option.none())
+  const providers = new Map([
+    ["keys", named("k")],
+    ["jwt", named("j")]
+  ])
+
+  it("keeps the namespace and auth; no providers listed: every provider, in the config's order; no scopes: none", () => {
+    const rule = compileRule({ namespace: "/threads", auth: "required" }, providers)
+    expect(rule).toMatchObject({ namespace: "/threads", auth: "required", scopes: [], callers: undefined })
+    expect(rule.providers).toEqual([providers.get("keys"), providers.get("jwt")])
+  })
+
+  it("the listed providers in the listed order, the scopes and the callers as given", () => {
+    const rule = compileRule({ namespace: "/threads", auth: "optional", providers: ["jwt"], scopes: ["read"], callers: ["/rooms", "*"] }, providers)
+    expect(rule.providers).toEqual([providers.get("jwt")])
+    expect(rule.scopes).toEqual(["read"])
+    expect(rule.callers).toEqual(new Set(["/rooms", "*"]))
+  })
+
+  it("the credential: authorization by default, else the named header, else the named cookie", () => {
+    const headers = { authorization: "Bearer a", "x-api-key": "h", cookie: "session=c" }
+    expect(compileRule({ namespace: "*", auth: "required" }, providers).credentialIn(headers)).toBe("a")
+    expect(compileRule({ namespace: "*", auth: "required", credential: { header: "x-api-key" } }, providers).credentialIn(headers)).toBe("h")
+    expect(compileRule({ namespace: "*", auth: "required", credential: { cookie: "session" } }, providers).credentialIn(headers)).toBe("c")
   })
 })

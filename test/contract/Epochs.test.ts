@@ -33,6 +33,8 @@ describe("compareEpochs", () => {
     expect(() => compareEpochs("1", "-1")).toThrow(`"-1"`)
     expect(() => compareEpochs("", "0")).toThrow(`""`)
     expect(() => compareEpochs(7 as unknown as string, "0")).toThrow(/invalid epoch 7/)
+    // Not a string: named as String() shows it, not as JSON.
+    expect(() => compareEpochs("0", {} as unknown as string)).toThrow("invalid epoch [object Object]: expected a decimal string without leading zeros")
   })
 
   it.prop("agrees with BigInt order", [epochArb, epochArb], ([a, b]) => {

@@ -12,6 +12,13 @@ describe("the request's hostname", () => {
     expect(hostnameOf("a.example:")).toBe("a.example")
     expect(hostnameOf("[::1]:8080")).toBe("[::1]")
     expect(hostnameOf("10.0.0.1:80")).toBe("10.0.0.1")
+    expect(hostnameOf(" A.example:80 ")).toBe("a.example")
+  })
+
+  it("only a numeric port at the end is stripped", () => {
+    expect(hostnameOf("a.example:http")).toBe("a.example:http")
+    expect(hostnameOf("a.example:80:90")).toBe("a.example:80")
+    expect(hostnameOf("[::1]")).toBe("[::1]")
   })
 
   it("is missing when Host is absent or empty", () => {

@@ -1,6 +1,6 @@
 // The header rules of the seed's "Request headers", "Pinboard adds" and "Response", pure.
 import { describe, expect, it } from "vitest"
-import { forwardRequestHeaders, isRefusal, relayResponseHeaders, relayTrailers, withCors } from "../../src/proxy/Headers.js"
+import { forwardRequestHeaders, isRefusal, peerAddress, relayResponseHeaders, relayTrailers, withCors } from "../../src/proxy/Headers.js"
 
 const added = { epoch: "42", peer: "10.0.0.9", attestation: "signed" }
 
@@ -39,6 +39,15 @@ describe("request headers", () => {
       "pinboard-epoch": "42",
       "pinboard-attestation": "signed"
     })
+  })
+
+  it("Connection: keep-alive or close names nothing more; a listed name is matched trimmed and lowercased, empty entries ignored", () => {
+    const kept = { "x-a": "1", "x-b": "2", accept: "*/*" }
+    for (const connection of ["keep-alive", "close"]) {
+      expect(forwardRequestHeaders({ connection, "keep-alive": "timeout=5", ...kept }, added)).toEqual({ ...kept, "x-forwarded-for": "10.0.0.9", "pinboard-epoch": "42", "pinboard-attestation": "signed" })
+    }
+    expect(forwardRequestHeaders({ connection: " X-A ,, close,", ...kept }, added)).toEqual({ "x-b": "2", accept: "*/*", "x-forwarded-for": "10.0.0.9", "pinboard-epoch": "42", "pinboard-attestation": "signed" })
+    expect(relayResponseHeaders({ connection: "X-B,", ...kept }, undefined)).toEqual({ "x-a": "1", accept: "*/*", "x-accel-buffering": "no" })
   })
 
   it("forwards everything else unchanged, repeated values included", () => {
@@ -101,8 +110,21 @@ describe("response headers", () => {
 
   it("a refusal is 503 with Pinned-Refusal: lease-unhealthy, nothing else", () => {
     expect(isRefusal(503, { "pinned-refusal": "lease-unhealthy" })).toBe(true)
+    expect(isRefusal(503, { "pinned-refusal": " Lease-Unhealthy " })).toBe(true)
+    expect(isRefusal(503, { "pinned-refusal": "" })).toBe(false)
     expect(isRefusal(503, {})).toBe(false)
     expect(isRefusal(200, { "pinned-refusal": "lease-unhealthy" })).toBe(false)
     expect(isRefusal(503, { "pinned-refusal": "other" })).toBe(false)
+  })
+})
+
+describe("the observed peer (DESIGN 5)", () => {
+  it("an IPv4-mapped IPv6 address is written as IPv4; others as they are; none is empty", () => {
+    expect(peerAddress("::ffff:10.0.0.9")).toBe("10.0.0.9")
+    expect(peerAddress("10.0.0.9")).toBe("10.0.0.9")
+    expect(peerAddress("::1")).toBe("::1")
+    expect(peerAddress("::ffff:a00:9")).toBe("::ffff:a00:9")
+    expect(peerAddress("2001:db8::ffff:10.0.0.9")).toBe("2001:db8::ffff:10.0.0.9")
+    expect(peerAddress(undefined)).toBe("")
   })
 })
