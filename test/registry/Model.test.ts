@@ -403,6 +403,13 @@ describe("hostname-aware mode in the model (DESIGN 8)", () => {
     expect(Model.resolve(state, WARM, hostQuery("x", "b.example", "prod", { takeover: "deny" }), policy)).toEqual({ _tag: "HeldByAnotherHostname" })
   })
 
+  it("a placement reached through the hostname it was placed through is forwarded, whatever its owner's registration names", () => {
+    // Outside hostname-aware mode every request has the empty hostname; a registration's hostnames do not matter there.
+    const state = warmBucket(registration("p1", { namespaces: [{ namespace: "/docs", hostname: "a.example", env: "" }] }))
+    const placed = placedOn(state, WARM, "x", { namespace: "/docs" })
+    expect(Model.resolve(state, WARM, query("x", { namespace: "/docs", takeover: "deny" }), policy)).toEqual({ ...placed, isNew: false })
+  })
+
   it("a pair rebound to another env: its new ids wait one lease, with the time left", () => {
     const state = warmBucket(registration("p1", { namespaces: [docs("a.example", "prod")], epoch: "1" }))
     Model.register(state, WARM, registration("d1", { namespaces: [docs("a.example", "dev")], epoch: "2" }), policy)
