@@ -1,4 +1,4 @@
-// Step 8, the inflight cap (DESIGN 9): per worker, at most `forwards.maxInflight` forwards
+// Step 8, the inflight cap (docs/proxy.md "Limits"): per worker, at most `forwards.maxInflight` forwards
 // awaiting headers in this process; one more is 503 worker at capacity, retry.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"

@@ -1,6 +1,7 @@
-// The bucket model on its own (DESIGN 3 to 5): the reference semantics the embedded registry
-// runs and the Lua scripts follow, driven with explicit times and random numbers. Exact
-// answers, edges of every time rule included (a lease ends at its expiry, a deadline at itself).
+// The bucket model on its own (docs/registry-api.md): the reference semantics the embedded
+// registry runs and the Lua scripts follow, driven with explicit times and random numbers.
+// Exact answers, edges of every time rule included (a lease ends at its expiry, a deadline at
+// itself).
 import { describe, expect, it } from "@effect/vitest"
 import { rowKey, type NamespaceRegistration, type RegistryPolicy, type ResolveQuery, type WorkerRegistration } from "../../src/registry/Domain.js"
 import * as Model from "../../src/registry/Model.js"
@@ -285,7 +286,7 @@ describe("release, tag and wind-down: compare-and-set on the epoch", () => {
   })
 })
 
-describe("nacks (DESIGN 4 \"Degraded\")", () => {
+describe("nacks (docs/registry-api.md \"Nack window\")", () => {
   it("count within a fixed window from the first; the threshold degrades; the window's end starts a new one", () => {
     const state = warmBucket(registration("w1"))
     const view = (now: number) => Model.workers(state, now, policy)[0]!
@@ -344,7 +345,7 @@ describe("candidates of a new placement", () => {
   })
 })
 
-describe("hostname-aware mode in the model (DESIGN 8)", () => {
+describe("hostname-aware mode in the model (docs/proxy.md \"Hostname-aware mode\")", () => {
   const docs = (hostname: string, env: string): NamespaceRegistration => ({ namespace: "/docs", hostname, env })
   const hostQuery = (id: string, hostname: string, env: string, extra: Partial<ResolveQuery> = {}) =>
     query(id, { namespace: "/docs", hostname, env, ...extra })
