@@ -5,7 +5,7 @@
 
 // `--mutate` on the command line replaces the list below. A narrowed run keeps its own
 // incremental file, so it does not overwrite the full run's.
-const at = process.argv.indexOf("--mutate")
+const at = process.argv.findIndex((arg) => arg === "--mutate" || arg === "-m")
 const narrowed = at < 0 ? undefined : process.argv[at + 1]
 const incrementalFile =
   narrowed === undefined
@@ -24,8 +24,8 @@ export default {
   // A static mutant (a module-level constant, a class declaration, the catalogue's rows) is
   // evaluated once at import, so Stryker would run every test file for it, each on a fresh
   // worker: minutes per mutant on two cores. They are reported as ignored; narrow a run and
-  // pass `--ignoreStatic false` to test them.
-  ignoreStatic: true,
+  // set MUTATE_STATIC=1 to test them.
+  ignoreStatic: process.env.MUTATE_STATIC !== "1",
   concurrency: 2,
   incremental: true,
   incrementalFile,

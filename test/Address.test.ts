@@ -122,7 +122,7 @@ describe("parseAddress", () => {
       expect(tagOf(`${scheme}://host/ns/id`), scheme).toBe("UnknownNamespace")
       expect(absoluteFormAuthority(`${scheme}://host/ns/id`), scheme).toBeUndefined()
     }
-    for (const url of ["http:/host/ns/id", "http:host/ns/id", "http//host/ns/id", "://host/ns/id"]) {
+    for (const url of ["http:/host/ns/id", "http:host/ns/id", "http:x/host/ns/id", "http//host/ns/id", "://host/ns/id"]) {
       expect(tagOf(url), url).toBe("UnknownNamespace")
       expect(absoluteFormAuthority(url), url).toBeUndefined()
     }

@@ -21,7 +21,6 @@ const hopByHop = (headers: HeaderMap): ((name: string) => boolean) => {
     String(connection)
       .split(",")
       .map((name) => name.trim().toLowerCase())
-      // Stryker disable next-line ConditionalExpression,StringLiteral: equivalent, as above
       .filter((name) => name !== "")
   )
   return (name) => isFixedHopByHop(name) || listed.has(name)

@@ -1,4 +1,4 @@
-// Steps 2, 3, 4 and 6 of the check order, each on its own (docs/proxy.md "Check order"): the caller's
+// Steps 2, 3, 4 and 6 of the check order (docs/proxy.md "Check order"), each on its own: the caller's
 // attestation and its placement, the call depth, the namespace's data-plane rule with its
 // credential, and the caller scope. Every refusal is the catalogue row the step signs for.
 import { describe, expect, it } from "@effect/vitest"

@@ -118,7 +118,7 @@ describe("response headers", () => {
   })
 })
 
-describe("the observed peer (docs/protocol.md, Resolution)", () => {
+describe("the observed peer", () => {
   it("an IPv4-mapped IPv6 address is written as IPv4; others as they are; none is empty", () => {
     expect(peerAddress("::ffff:10.0.0.9")).toBe("10.0.0.9")
     expect(peerAddress("10.0.0.9")).toBe("10.0.0.9")

@@ -1,6 +1,7 @@
-// The bucket model on its own (docs/protocol.md, docs/registry-api.md): the reference semantics the embedded registry
-// runs and the Lua scripts follow, driven with explicit times and random numbers. Exact
-// answers, edges of every time rule included (a lease ends at its expiry, a deadline at itself).
+// The bucket model on its own (docs/registry-api.md): the reference semantics the embedded
+// registry runs and the Lua scripts follow, driven with explicit times and random numbers.
+// Exact answers, edges of every time rule included (a lease ends at its expiry, a deadline at
+// itself).
 import { describe, expect, it } from "@effect/vitest"
 import { rowKey, type NamespaceRegistration, type RegistryPolicy, type ResolveQuery, type WorkerRegistration } from "../../src/registry/Domain.js"
 import * as Model from "../../src/registry/Model.js"
@@ -331,8 +332,11 @@ describe("candidates of a new placement", () => {
   })
 
   it("are taken in worker id order, whatever the registration order: the random numbers pick the same worker", () => {
-    const forward = warmBucket(registration("w1", { headroom: 0 }), registration("w2", { headroom: 0 }), registration("w3", { headroom: 10 }))
-    const backward = warmBucket(registration("w3", { headroom: 10 }), registration("w2", { headroom: 0 }), registration("w1", { headroom: 0 }))
+    // The rendezvous winner on 10.0.0.1 is w3, below mean / balanceFactor: two random choices decide.
+    const forward = warmBucket(registration("w1", { headroom: 10 }), registration("w2", { headroom: 0 }), registration("w3", { headroom: 0 }))
+    const backward = warmBucket(registration("w3", { headroom: 0 }), registration("w2", { headroom: 0 }), registration("w1", { headroom: 10 }))
+    // i = 0 and j = 1 in id order: w1 and w2, and w1 has more headroom.
+    expect(placedOn(backward, WARM, "first", { r1: 0, r2: 0 }).worker).toBe("w1")
     for (const [r1, r2] of [[0, 0], [0.5, 0], [0.9, 0.9], [0.1, 0.6]] as const) {
       for (const id of ["a", "b", "c"]) {
         expect(placedOn(backward, WARM, `${id}${r1}${r2}`, { r1, r2 }).worker).toBe(placedOn(forward, WARM, `${id}${r1}${r2}`, { r1, r2 }).worker)
@@ -341,7 +345,7 @@ describe("candidates of a new placement", () => {
   })
 })
 
-describe("hostname-aware mode in the model (docs/registry-api.md)", () => {
+describe("hostname-aware mode in the model (docs/proxy.md \"Hostname-aware mode\")", () => {
   const docs = (hostname: string, env: string): NamespaceRegistration => ({ namespace: "/docs", hostname, env })
   const hostQuery = (id: string, hostname: string, env: string, extra: Partial<ResolveQuery> = {}) =>
     query(id, { namespace: "/docs", hostname, env, ...extra })
@@ -388,6 +392,23 @@ describe("hostname-aware mode in the model (docs/registry-api.md)", () => {
     expect(Model.resolve(state, WARM + 600, hostQuery("x", "a.example", "prod"), policy)).toEqual({ ...placed, isNew: false })
     Model.heartbeat(state, WARM + LEASE - 1, beat("p2"), policy)
     expect(Model.resolve(state, WARM + 100 + LEASE, hostQuery("x", "b.example", "prod"), policy)).toMatchObject({ _tag: "Placed", worker: "p2", isNew: true })
+  })
+
+  it("an owner registered for two hostnames keeps its placement through either", () => {
+    const state = warmBucket(
+      registration("p1", { namespaces: [docs("a.example", "prod"), docs("c.example", "prod")] }),
+      registration("p2", { namespaces: [docs("b.example", "prod")] })
+    )
+    const placed = placedOn(state, WARM, "x", { namespace: "/docs", env: "prod", hostname: "a.example" })
+    expect(Model.resolve(state, WARM, hostQuery("x", "c.example", "prod", { takeover: "deny" }), policy)).toEqual({ ...placed, isNew: false })
+    expect(Model.resolve(state, WARM, hostQuery("x", "b.example", "prod", { takeover: "deny" }), policy)).toEqual({ _tag: "HeldByAnotherHostname" })
+  })
+
+  it("a placement reached through the hostname it was placed through is forwarded, whatever its owner's registration names", () => {
+    // Outside hostname-aware mode every request has the empty hostname; a registration's hostnames do not matter there.
+    const state = warmBucket(registration("p1", { namespaces: [{ namespace: "/docs", hostname: "a.example", env: "" }] }))
+    const placed = placedOn(state, WARM, "x", { namespace: "/docs" })
+    expect(Model.resolve(state, WARM, query("x", { namespace: "/docs", takeover: "deny" }), policy)).toEqual({ ...placed, isNew: false })
   })
 
   it("a pair rebound to another env: its new ids wait one lease, with the time left", () => {

@@ -108,7 +108,7 @@ describe("placement choice at its edges", () => {
   })
 })
 
-describe("placeable workers (docs/protocol.md, Resolution step 5)", () => {
+describe("placeable workers", () => {
   const policy: RegistryPolicy = { leaseMs: 15_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 15_000 }
   const NOW = 1_800_000_000_000
   const record = (extra: Partial<WorkerRecord> = {}): WorkerRecord => ({
