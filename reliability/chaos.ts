@@ -176,8 +176,9 @@ const main = async (): Promise<boolean> => {
     if (Date.now() - lastReport > 30_000) {
       lastReport = Date.now()
       const total = [...faults.values()].reduce((a, b) => a + b, 0)
-      loads.push(loadavg()[0]!)
-      log(`  ${Math.round((endAt - Date.now()) / 1000)} s left: ${total} faults, ${records.length} requests, load average ${loadavg()[0]!.toFixed(1)}`)
+      const load = loadavg()[0]!
+      loads.push(load)
+      log(`  ${Math.round((endAt - Date.now()) / 1000)} s left: ${total} faults, ${records.length} requests, load average ${load.toFixed(1)}`)
     }
   }
   log("faults stop; healing")

@@ -13,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   BUCKETS,
   bucketOf,
-  eventually,
   Fleet,
   placementOf,
   registryCall,
@@ -21,7 +20,7 @@ import {
   waitForColdStart,
   type Pinboard
 } from "../support/Fleet.js"
-import type { RedisCluster } from "../support/RedisCluster.js"
+import { infoField, type RedisCluster } from "../support/RedisCluster.js"
 import { poll, quietWindow, scaled } from "../support/Time.js"
 import { headerValues, request } from "../support/Wire.js"
 
@@ -134,20 +133,6 @@ const masterOfBuckets = async (cluster: RedisCluster, prefix: string): Promise<A
 
 const bucketsOf = (masters: ReadonlyArray<number>, master: number) =>
   new Set(masters.flatMap((port, bucket) => (port === master ? [bucket] : [])))
-
-const infoField = (info: string, field: string): string | undefined => new RegExp(`^${field}:(.*)$`, "m").exec(info)?.[1]?.trim()
-
-/** The online replica of `master`, once it has applied everything the master has written so far. */
-const syncedReplicaOf = async (cluster: RedisCluster, master: number): Promise<number> =>
-  eventually(async () => {
-    const info = await cluster.cli(master, "INFO", "replication")
-    const replica = /^slave0:ip=[^,]*,port=(\d+),state=online/m.exec(info)
-    if (replica === null) throw new Error(`master ${master} has no online replica`)
-    const port = Number(replica[1])
-    const applied = infoField(await cluster.cli(port, "INFO", "replication"), "slave_repl_offset")
-    if (Number(applied) < Number(infoField(info, "master_repl_offset"))) throw new Error(`replica ${port} is behind`)
-    return port
-  }, 10_000)
 
 /**
  * Freezes the replica (SIGSTOP) and drops its link, so the master's next writes reach no
@@ -364,7 +349,7 @@ describe("Pinboard on a Redis Cluster", () => {
       const info = await f.replicated.cli(master, "INFO", "replication")
       if (infoField(info, "connected_slaves") === "1" && bucketsOf(masters, master).size > 0) {
         failedOver.add(master)
-        return { master, replica: await syncedReplicaOf(f.replicated, master), buckets: bucketsOf(masters, master) }
+        return { master, replica: await f.replicated.syncedReplicaOf(master), buckets: bucketsOf(masters, master) }
       }
     }
     throw new Error("no master with an online replica is left")
@@ -395,7 +380,7 @@ describe("Pinboard on a Redis Cluster", () => {
 
     const kept = idsIn(3, shard.buckets)
     for (const id of kept) see(id, await servedEventually(pinboard, id, FAILOVER_LEASE_MS))
-    await syncedReplicaOf(f.replicated, shard.master)
+    await f.replicated.syncedReplicaOf(shard.master)
     const resume = await cutOff(f.replicated, shard.master, shard.replica)
     // Placed on the master only: the failover loses these rows and the epochs they advanced.
     const lost = idsIn(3, shard.buckets)

@@ -45,9 +45,9 @@ const sha1hex = (text: string): string => createHash("sha1").update(text, "utf8"
 export const naiveResolve = (state: Readonly<BucketState>, now: number, query: NaiveQuery, policy: RegistryPolicy): NaiveAnswer => {
   const hostnameAware = query.hostname !== ""
   const firstUse = state.coldSince === undefined
+  const binding = hostnameAware ? [...state.bindings].find(([key]) => key === `${query.hostname}\n${query.namespace}`)?.[1] : undefined
   // Step 1: the namespace was registered (in hostname-aware mode: the pair is bound, to this env).
   if (hostnameAware) {
-    const binding = [...state.bindings].find(([key]) => key === `${query.hostname}\n${query.namespace}`)?.[1]
     if (binding === undefined) return { _tag: "UnknownNamespace" }
     if (binding.env !== query.env) return { _tag: "Rebound", env: binding.env }
   } else if (![...state.namespaces].includes(`${query.env}|${query.namespace}`)) {
@@ -67,10 +67,7 @@ export const naiveResolve = (state: Readonly<BucketState>, now: number, query: N
     return { _tag: "Placed", worker: row.worker, advertiseUrl: owner.advertiseUrl, epoch: row.epoch, isNew: false }
   }
   // Step 3: a pair rebound to this env less than a lease ago places nothing new.
-  if (hostnameAware) {
-    const binding = [...state.bindings].find(([key]) => key === `${query.hostname}\n${query.namespace}`)![1]
-    if (binding.displacedUntil > now) return { _tag: "Displaced", retryAfterMs: binding.displacedUntil - now }
-  }
+  if (binding !== undefined && binding.displacedUntil > now) return { _tag: "Displaced", retryAfterMs: binding.displacedUntil - now }
   // Step 4: cold start, from the marker (set now, when this is the bucket's first use).
   const marker = firstUse ? now : state.coldSince!
   if (now < marker + policy.leaseMs) return { _tag: "ColdStart", retryAfterMs: marker + policy.leaseMs - now }

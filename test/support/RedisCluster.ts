@@ -39,11 +39,6 @@ export interface RedisCluster {
    * have reached it: replication is asynchronous).
    */
   readonly syncedReplicaOf: (master: number, timeoutMs?: number) => Promise<number>
-  /**
-   * Resolves once the node on `port` is a replica whose link to its master is up (it has
-   * loaded the master's data); answers the master's port.
-   */
-  readonly waitReplicating: (port: number, timeoutMs?: number) => Promise<number>
   /** Runs one redis-cli command against a node. */
   readonly cli: (port: number, ...args: ReadonlyArray<string>) => Promise<string>
   readonly stop: () => Promise<void>
@@ -245,6 +240,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
     waitHealthy,
     syncedReplicaOf: async (master, timeoutMs = 10_000) => {
       const started = performance.now()
+      const limitMs = scaled(timeoutMs)
       for (;;) {
         const info = await cli(master, "INFO", "replication").catch(() => "")
         const online = /^slave\d+:ip=[^,]*,port=(\d+),state=online/m.exec(info)
@@ -253,16 +249,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
           const applied = infoField(await cli(port, "INFO", "replication").catch(() => ""), "slave_repl_offset")
           if (applied !== undefined && Number(applied) >= Number(infoField(info, "master_repl_offset"))) return port
         }
-        if (performance.now() - started > timeoutMs) throw new Error(`master ${master} has no synced replica`)
-        await pollPause(50)
-      }
-    },
-    waitReplicating: async (port, timeoutMs = 20_000) => {
-      const started = performance.now()
-      for (;;) {
-        const info = await cli(port, "INFO", "replication").catch(() => "")
-        if (infoField(info, "role") === "slave" && infoField(info, "master_link_status") === "up") return Number(infoField(info, "master_port"))
-        if (performance.now() - started > timeoutMs) throw new Error(`node ${port} is not replicating`)
+        if (performance.now() - started > limitMs) throw new Error(`master ${master} has no synced replica`)
         await pollPause(50)
       }
     },
@@ -284,7 +271,8 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
   }
 }
 
-const infoField = (info: string, field: string): string | undefined => new RegExp(`^${field}:(.*)$`, "m").exec(info)?.[1]?.trim()
+/** A field of an INFO answer. */
+export const infoField = (info: string, field: string): string | undefined => new RegExp(`^${field}:(.*)$`, "m").exec(info)?.[1]?.trim()
 
 /** Every replica has finished its first sync, so a failover promotes a replica with the data. */
 const waitReplicasInSync = async (
