@@ -6,11 +6,13 @@ import { InsufficientScope } from "../../Errors.js"
 import type { Caller } from "./Attestation.js"
 import type { Admission } from "./DataPlaneRule.js"
 
-const NO_SCOPES: ReadonlyArray<string> = []
-
 export const checkCallerScope = ({ rule, principal }: Admission, caller: Caller | undefined): Effect.Effect<void, InsufficientScope> => {
   if (rule === undefined) return Effect.void
   const admitted =
-    caller !== undefined ? admitsCaller(rule.callers, caller.namespace) : holdsScopes(rule.scopes, principal?.scopes ?? NO_SCOPES)
+    caller !== undefined
+      ? admitsCaller(rule.callers, caller.namespace)
+      : principal !== undefined
+        ? holdsScopes(rule.scopes, principal.scopes)
+        : rule.scopes.length === 0
   return admitted ? Effect.void : new InsufficientScope()
 }
