@@ -1,4 +1,4 @@
-// Pinboard's configuration (DESIGN 2, 6): environment > JSON file > defaults,
+// Pinboard's configuration (docs/config.md): flags > environment > JSON file > defaults,
 // validated by one Schema. An invalid value is a ConfigInvalid whose message names
 // the field or variable and what was expected; main prints it and exits with 2.
 // Options and variables: docs/config.md.
@@ -7,12 +7,12 @@ import { Effect, Schema } from "effect"
 import type { Takeover } from "./config/Fields.js"
 import { describeParseError } from "./config/Messages.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
-import { type ConfigFileArgument, configFileArgument, type Env, isPlainObject, overlayEnv } from "./config/Sources.js"
+import { type CommandLineFlags, type ConfigFileArgument, configFileArgument, type Env, type EnvSource, isPlainObject, overlayEnv } from "./config/Sources.js"
 
 export type { AffinityKey, Takeover } from "./config/Fields.js"
 export type { ApiKeyProviderConfig, JwtProviderConfig, NamespaceRule, ProviderConfig } from "./config/Auth.js"
 export { type PinboardConfig, type PinboardConfigFile, PinboardConfigSchema } from "./config/Schema.js"
-export { ENV_VARS } from "./config/Sources.js"
+export { type CommandLineFlags, ENV_VARS } from "./config/Sources.js"
 
 export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", { message: Schema.String }) {}
 
@@ -20,8 +20,6 @@ const readConfigFile = (arg: ConfigFileArgument): Effect.Effect<Record<string, u
   switch (arg._tag) {
     case "None":
       return Effect.succeed({})
-    case "Missing":
-      return new ConfigInvalid({ message: "--config: expected a file path" })
   }
   const file = `config file ${JSON.stringify(arg.path)} (from ${arg.from})`
   return Effect.try({
@@ -42,18 +40,31 @@ const errorText = (e: unknown): string => (e instanceof Error ? e.message : Stri
 
 const decode = Schema.decodeUnknown(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
 
-export const loadConfig: (input: {
-  readonly argv: ReadonlyArray<string>
+/** The configuration, with what it was read from: for `pinboard config` to say where each value came from. */
+export interface LoadedConfig {
+  readonly config: PinboardConfig
+  readonly file: ConfigFileArgument
+  readonly fileContent: Record<string, unknown>
+  readonly sources: ReadonlyArray<EnvSource>
+}
+
+export const loadConfigWithSources: (input: {
+  readonly flags: CommandLineFlags
   readonly env: Env
-}) => Effect.Effect<PinboardConfig, ConfigInvalid> = Effect.fn("Config.load")(function*({ argv, env }) {
-  const file = yield* readConfigFile(configFileArgument(argv, env))
-  const { input, sources } = overlayEnv(file, env)
-  return yield* decode(input).pipe(
+}) => Effect.Effect<LoadedConfig, ConfigInvalid> = Effect.fn("Config.load")(function*({ flags, env }) {
+  const file = configFileArgument(flags, env)
+  const fileContent = yield* readConfigFile(file)
+  const { input, sources } = overlayEnv(fileContent, env, flags)
+  const config = yield* decode(input).pipe(
     Effect.mapError((error) => new ConfigInvalid({ message: describeParseError(error, input, sources) }))
   )
+  return { config, file, fileContent, sources }
 })
 
-/** How takeover works in an env (DESIGN 5 step 2): `wind_down` unless `envs.<env>.takeover` says otherwise. */
+export const loadConfig = (input: { readonly flags: CommandLineFlags; readonly env: Env }): Effect.Effect<PinboardConfig, ConfigInvalid> =>
+  Effect.map(loadConfigWithSources(input), (loaded) => loaded.config)
+
+/** How takeover works in an env (docs/protocol.md "Resolution"): `wind_down` unless `envs.<env>.takeover` says otherwise. */
 export const takeoverOf =
   (config: PinboardConfig) =>
   (env: string): Takeover =>

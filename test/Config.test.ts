@@ -1,5 +1,5 @@
-// DESIGN 2 and 6: environment > JSON file > defaults; every invalid value is a
-// ConfigInvalid whose message names the field (or variable) and what was expected.
+// docs/config.md: flags > environment > JSON file > defaults; every invalid value is a
+// ConfigInvalid whose message names the field (or variable, or flag) and what was expected.
 import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -24,7 +24,7 @@ type Env = Record<string, string>
 const TOKEN: Env = { PINBOARD_TOKEN: "deployment-secret" }
 
 const load = (env: Env, file?: unknown) =>
-  loadConfig({ argv: file === undefined ? [] : ["--config", writeConfig(file)], env })
+  loadConfig({ flags: file === undefined ? {} : { config: writeConfig(file) }, env })
 
 const failure = (env: Env, file?: unknown) =>
   load(env, file).pipe(
@@ -186,38 +186,28 @@ describe("precedence: environment > file > defaults", () => {
       expect(cluster.redis.url).toBeUndefined()
     }))
 
-  it.effect("the file is found by PINBOARD_CONFIG, --config FILE and --config=FILE; the command line wins", () =>
+  it.effect("the file is found by --config or PINBOARD_CONFIG; the command line wins", () =>
     Effect.gen(function*() {
       const a = writeConfig({ port: 1111 })
       const b = writeConfig({ port: 2222 })
-      expect((yield* loadConfig({ argv: [], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(1111)
-      expect((yield* loadConfig({ argv: ["node", "main.js", "--config", b], env: TOKEN })).port).toBe(2222)
-      expect((yield* loadConfig({ argv: [`--config=${b}`], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(2222)
+      expect((yield* loadConfig({ flags: {}, env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(1111)
+      expect((yield* loadConfig({ flags: { config: b }, env: TOKEN })).port).toBe(2222)
+      expect((yield* loadConfig({ flags: { config: b }, env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(2222)
     }))
 
-  it.effect("--config: the first one counts; a flag after it, an empty value or none is no path; other arguments are ignored", () =>
+  it.effect("--port, --host and --redis-url win over their variables and the file; a bad flag value is named by its flag", () =>
     Effect.gen(function*() {
-      const a = writeConfig({ port: 1111 })
-      const b = writeConfig({ port: 2222 })
-      const port = (argv: ReadonlyArray<string>) => loadConfig({ argv, env: TOKEN }).pipe(Effect.map((config) => config.port))
-      const message = (argv: ReadonlyArray<string>) =>
-        loadConfig({ argv, env: TOKEN }).pipe(Effect.flip, Effect.map((e) => e.message))
-      expect(yield* port(["--config", a, "--config", b])).toBe(1111)
-      expect(yield* port([`--config=${a}`, `--config=${b}`])).toBe(1111)
-      expect(yield* port(["serve", "--verbose", "--config", b, "-x", "extra"])).toBe(2222)
-      for (const argv of [["--config", "--verbose", b], ["--config", "--"], ["--config", ""], ["--config="]]) {
-        expect(yield* message(argv)).toBe("--config: expected a file path")
-      }
-      // After `=` the value is taken as written, dashes and all.
-      expect(yield* message(["--config=--verbose"])).toMatch(/^config file "--verbose" \(from --config\): cannot read it \(ENOENT/)
-    }))
-
-  it.effect("after `--` no argument is a flag: a --config there is not read", () =>
-    Effect.gen(function*() {
-      const a = writeConfig({ port: 1111 })
-      const b = writeConfig({ port: 2222 })
-      expect((yield* loadConfig({ argv: ["--", "--config", b], env: { ...TOKEN, PINBOARD_CONFIG: a } })).port).toBe(1111)
-      expect((yield* loadConfig({ argv: ["--", `--config=${b}`], env: TOKEN })).port).toBe(8080)
+      const file = writeConfig({ port: 1111, host: "10.0.0.1" })
+      const env = { ...TOKEN, PINBOARD_PORT: "2222", PINBOARD_REDIS_URL: "redis://env:6379" }
+      const config = yield* loadConfig({ flags: { config: file, port: "3333", host: "127.0.0.1", redisUrl: "redis://flag:6380" }, env })
+      expect([config.port, config.host, config.redis.url]).toStrictEqual([3333, "127.0.0.1", "redis://flag:6380"])
+      const message = yield* loadConfig({ flags: { port: "http" }, env }).pipe(Effect.flip, Effect.map((e) => e.message))
+      expect(message).toBe(`--port: expected an integer from 1 to 65535, got "http"`)
+      const both = yield* loadConfig({ flags: { redisUrl: "redis://a:1" }, env: { ...TOKEN, PINBOARD_REDIS_CLUSTER: "b:2" } }).pipe(
+        Effect.flip,
+        Effect.map((e) => e.message)
+      )
+      expect(both).toBe("redis: expected either url (PINBOARD_REDIS_URL) or cluster (PINBOARD_REDIS_CLUSTER), not both")
     }))
 })
 
@@ -355,16 +345,13 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, providers, namespaces)" },
     { name: "unknown nested key", file: { forwards: { timeout: 5 } }, message: "forwards.timeout: unknown option (expected one of: timeoutMs, maxInflight)" },
     { name: "unknown provider key", file: { providers: { a: { type: "jwt", secret: "s", issuer: "i", audiences: ["x"] } } }, message: "providers.a.audiences: unknown option (expected one of: type, jwksUrl, publicKey, secret, issuer, audience, algorithms)" },
-    { name: "--config without a path", message: "--config: expected a file path" }
   ]
 
   for (const c of cases) {
     it.effect(c.name, () =>
       Effect.gen(function*() {
         const env = { ...TOKEN, ...c.env }
-        const message = c.name === "--config without a path"
-          ? yield* loadConfig({ argv: ["--config"], env }).pipe(Effect.flip, Effect.map((e) => e.message))
-          : yield* failure(env, c.raw ?? c.file)
+        const message = yield* failure(env, c.raw ?? c.file)
         expect(message).toBe(c.message)
       }))
   }
@@ -401,7 +388,7 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
   it.effect("a missing file is named", () =>
     Effect.gen(function*() {
       const path = join(dir, "absent.json")
-      const message = yield* loadConfig({ argv: [], env: { ...TOKEN, PINBOARD_CONFIG: path } }).pipe(
+      const message = yield* loadConfig({ flags: {}, env: { ...TOKEN, PINBOARD_CONFIG: path } }).pipe(
         Effect.flip,
         Effect.map((e) => e.message)
       )
@@ -410,7 +397,7 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
 
   it.effect("an unreadable file (a directory) is named", () =>
     Effect.gen(function*() {
-      const message = yield* loadConfig({ argv: ["--config", dir], env: TOKEN }).pipe(
+      const message = yield* loadConfig({ flags: { config: dir }, env: TOKEN }).pipe(
         Effect.flip,
         Effect.map((e) => e.message)
       )

@@ -40,7 +40,7 @@ const describeIssue = (issue: ParseResult.ArrayFormatterIssue, input: unknown, s
   const source = sources.find((s) => startsWith(issue.path, s.envVar.path))
   if (source !== undefined) {
     const expected = source.envVar.expected ?? issue.message
-    return `${source.envVar.name}: ${expected}${shown(source.envVar.path, source.raw)}`
+    return `${source.name}: ${expected}${shown(source.envVar.path, source.raw)}`
   }
   if (issue.message.startsWith("expected ")) {
     return `${field}: ${issue.message}${shown(issue.path, lookup(input, issue.path))}`

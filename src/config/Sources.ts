@@ -1,8 +1,6 @@
-// Where configuration comes from (DESIGN 2): environment > JSON file > defaults.
+// Where configuration comes from (docs/config.md): flags > environment > JSON file > defaults.
 // Environment values are strings; they are turned into the file's JSON types and
 // laid over the file's object, so one Schema validates both.
-import { parseArgs } from "node:util"
-
 export type Path = ReadonlyArray<string>
 
 export interface EnvVar {
@@ -11,56 +9,75 @@ export interface EnvVar {
   readonly kind: "string" | "number" | "boolean" | "list"
   /** Replaces the schema's "expected …" where the environment spells a value its own way. */
   readonly expected?: string
+  /** One line for `pinboard --help`. */
+  readonly summary: string
 }
 
 export const ENV_VARS: ReadonlyArray<EnvVar> = [
-  { name: "PINBOARD_PORT", path: ["port"], kind: "number" },
-  { name: "PINBOARD_HOST", path: ["host"], kind: "string" },
-  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string" },
-  { name: "PINBOARD_REDIS_URL", path: ["redis", "url"], kind: "string" },
+  { name: "PINBOARD_PORT", path: ["port"], kind: "number", summary: "port of the data plane and the registry API" },
+  { name: "PINBOARD_HOST", path: ["host"], kind: "string", summary: "address to listen on" },
+  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token workers and inspect present (required)" },
+  { name: "PINBOARD_REDIS_URL", path: ["redis", "url"], kind: "string", summary: "one Redis; unset: the embedded registry" },
   {
     name: "PINBOARD_REDIS_CLUSTER",
     path: ["redis", "cluster"],
     kind: "list",
-    expected: "expected a comma-separated list of host:port"
+    expected: "expected a comma-separated list of host:port",
+    summary: "a Redis Cluster's seed nodes, host:port,host:port"
   },
-  { name: "PINBOARD_REDIS_PREFIX", path: ["redis", "prefix"], kind: "string" },
-  { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number" },
-  { name: "PINBOARD_LEASE_MS", path: ["leaseMs"], kind: "number" },
-  { name: "PINBOARD_HOSTNAME_AWARE", path: ["hostnameAware"], kind: "boolean", expected: "expected 1, 0, true or false" },
-  { name: "PINBOARD_METRICS_PORT", path: ["metrics", "port"], kind: "number" },
-  { name: "PINBOARD_LOG_LEVEL", path: ["log", "level"], kind: "string" },
-  { name: "PINBOARD_ACCESS_LOG", path: ["log", "access"], kind: "boolean", expected: "expected 1, 0, true or false" }
+  { name: "PINBOARD_REDIS_PREFIX", path: ["redis", "prefix"], kind: "string", summary: "prefix of every Redis key" },
+  { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets per namespace" },
+  { name: "PINBOARD_LEASE_MS", path: ["leaseMs"], kind: "number", summary: "a worker's lease, and the cold start" },
+  {
+    name: "PINBOARD_HOSTNAME_AWARE",
+    path: ["hostnameAware"],
+    kind: "boolean",
+    expected: "expected 1, 0, true or false",
+    summary: "hostname-aware mode (1 or 0)"
+  },
+  { name: "PINBOARD_METRICS_PORT", path: ["metrics", "port"], kind: "number", summary: "the metrics listener's port; unset: off" },
+  { name: "PINBOARD_LOG_LEVEL", path: ["log", "level"], kind: "string", summary: "debug, info, warning or error" },
+  {
+    name: "PINBOARD_ACCESS_LOG",
+    path: ["log", "access"],
+    kind: "boolean",
+    expected: "expected 1, 0, true or false",
+    summary: "one JSON line per instance request (1 or 0)"
+  }
 ]
 
 export type Env = Readonly<Record<string, string | undefined>>
 
-/** An environment value that was laid over the file, kept to name it in messages. */
+/** A value laid over the file, from the environment or a flag, kept to name it in messages. */
 export interface EnvSource {
   readonly envVar: EnvVar
   readonly raw: string
+  /** The variable's name, or the flag's (`--port`) when the command line set it. */
+  readonly name: string
 }
+
+/** The options the command line may set (docs/config.md "Command line"); each wins over its environment variable. */
+export interface CommandLineFlags {
+  readonly config?: string | undefined
+  readonly port?: string | undefined
+  readonly host?: string | undefined
+  readonly redisUrl?: string | undefined
+}
+
+/** Each flag, named as typed, and the variable it overrides. */
+export const FLAG_VARS: ReadonlyArray<{ readonly key: Exclude<keyof CommandLineFlags, "config">; readonly flag: string; readonly envVar: string }> = [
+  { key: "port", flag: "--port", envVar: "PINBOARD_PORT" },
+  { key: "host", flag: "--host", envVar: "PINBOARD_HOST" },
+  { key: "redisUrl", flag: "--redis-url", envVar: "PINBOARD_REDIS_URL" }
+]
 
 export type ConfigFileArgument =
   | { readonly _tag: "None" }
   | { readonly _tag: "File"; readonly path: string; readonly from: "--config" | "PINBOARD_CONFIG" }
-  | { readonly _tag: "Missing" }
 
-const CONFIG_OPTION = { config: { type: "string" } } as const
-
-/**
- * `--config FILE` or `--config=FILE` in argv (the first one counts; none after `--`), else
- * `PINBOARD_CONFIG`. The command line wins. Other arguments are ignored.
- */
-export const configFileArgument = (argv: ReadonlyArray<string>, env: Env): ConfigFileArgument => {
-  const { tokens } = parseArgs({ args: [...argv], options: CONFIG_OPTION, strict: false, allowPositionals: true, tokens: true })
-  const option = tokens.find((token) => token.kind === "option" && token.name === "config")
-  if (option?.kind === "option") {
-    const path = option.value
-    // parseArgs takes whatever follows `--config` as its value; another flag there means no path was given.
-    const missing = path === undefined || path === "" || (!option.inlineValue && path.startsWith("--"))
-    return missing ? { _tag: "Missing" } : { _tag: "File", path, from: "--config" }
-  }
+/** `--config FILE`, else `PINBOARD_CONFIG`: the command line wins. */
+export const configFileArgument = (flags: CommandLineFlags, env: Env): ConfigFileArgument => {
+  if (flags.config !== undefined) return { _tag: "File", path: flags.config, from: "--config" }
   const fromEnv = env["PINBOARD_CONFIG"]
   return fromEnv === undefined || fromEnv === "" ? { _tag: "None" } : { _tag: "File", path: fromEnv, from: "PINBOARD_CONFIG" }
 }
@@ -86,25 +103,27 @@ export const isPlainObject = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
- * The file's object with every set environment variable laid over it. An empty
- * variable counts as unset (`FOO=` is how shells and compose files leave one out).
- * A value is not laid into a file entry that is not an object, so that the file's
- * own mistake is still reported.
+ * The file's object with every set environment variable laid over it, then every flag
+ * given. An empty variable counts as unset (`FOO=` is how shells and compose files
+ * leave one out). A value is not laid into a file entry that is not an object, so
+ * that the file's own mistake is still reported.
  */
 export const overlayEnv = (
   file: Record<string, unknown>,
-  env: Env
+  env: Env,
+  flags: CommandLineFlags = {}
 ): { readonly input: Record<string, unknown>; readonly sources: ReadonlyArray<EnvSource> } => {
   const input: Record<string, unknown> = structuredClone(file)
   const sources: Array<EnvSource> = []
   for (const envVar of ENV_VARS) {
-    const raw = env[envVar.name]
-    if (raw === undefined || raw === "") continue
+    const flag = FLAG_VARS.find((f) => f.envVar === envVar.name && flags[f.key] !== undefined)
+    const raw = flag === undefined ? env[envVar.name] : flags[flag.key]
+    if (raw === undefined || (raw === "" && flag === undefined)) continue
     const parent = objectAt(input, envVar.path.slice(0, -1))
     const leaf = envVar.path[envVar.path.length - 1]
     if (parent === undefined || leaf === undefined) continue
     parent[leaf] = fromEnvString(envVar.kind, raw)
-    sources.push({ envVar, raw })
+    sources.push({ envVar, raw, name: flag?.flag ?? envVar.name })
   }
   return { input, sources }
 }

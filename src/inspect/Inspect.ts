@@ -34,10 +34,7 @@ const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, Usa
       yield* Console.log(USAGE)
       return 0 as const
     }
-    const config = yield* loadConfig({
-      argv: command.options.config === undefined ? [] : ["--config", command.options.config],
-      env
-    })
+    const config = yield* loadConfig({ flags: { config: command.options.config }, env })
     const target: RegistryTarget = { pinboard: command.options.pinboard ?? defaultPinboardUrl(config), token: config.token }
     yield* Console.log(command._tag === "Workers" ? yield* workers(command, target) : yield* id(command, config, target))
     return 0 as const
