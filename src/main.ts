@@ -3,10 +3,11 @@
 // until SIGTERM, print help, the version or the configuration, or run `pinboard inspect`
 // (docs/inspect.md). Each command loads only its own modules.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Effect, Either, Layer } from "effect"
+import { Console, Effect, Either, Layer, Option } from "effect"
 import { parseCommandLine } from "./cli/CommandLine.js"
 import { loadConfig, loadConfigWithSources } from "./Config.js"
 import { logLayer } from "./observe/Log.js"
+import { ListenFailed } from "./serving/Listen.js"
 
 /** Exit codes (`pinboard --help`): 2 for bad usage or an invalid configuration. */
 const exitWith = (code: number, message: string) =>
@@ -42,7 +43,10 @@ const program = Effect.gen(function* () {
     case "Serve": {
       const { appLayer } = yield* Effect.promise(() => import("./App.js"))
       const config = yield* loadConfig({ flags: command.flags, env: process.env })
-      return yield* Layer.launch(appLayer(config)).pipe(Effect.provide(logLayer(config.log.level)))
+      return yield* Layer.launch(appLayer(config)).pipe(
+        Effect.provide(logLayer(config.log.level)),
+        Effect.catchSomeDefect((defect) => (defect instanceof ListenFailed ? Option.some(exitWith(1, defect.message)) : Option.none()))
+      )
     }
   }
 }).pipe(Effect.catchTag("ConfigInvalid", (error) => exitWith(2, `invalid configuration: ${error.message}`)))

@@ -67,7 +67,7 @@ const startPinboard = (): Effect.Effect<void, unknown> => {
     script: "../main.js",
     args: ["--config", configFile, "--port", String(port)],
     env: { ...env, PINBOARD_TOKEN: TOKEN, PINBOARD_LEASE_MS: leaseMs },
-    onLine: (line) => void (line.includes("EADDRINUSE") && (portTaken = true)),
+    onLine: (line) => void (line.includes("the port is in use") && (portTaken = true)),
     onUnexpectedExit: (how) => {
       log(portTaken ? `PORT ${port} is taken: set PORT to a free port (PORT=8081 npm run demo)` : `pinboard exited unexpectedly (${how}); stopping`)
       stopAll(portTaken ? 2 : 1)

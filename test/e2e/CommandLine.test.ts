@@ -83,13 +83,14 @@ describe("pinboard's command line", () => {
     expect(stderr).toContain(`--port: expected an integer from 1 to 65535, got "http"`)
   })
 
-  it("a port that cannot be bound exits 1", async () => {
+  it("a port that cannot be bound exits 1, saying so", async () => {
     const taken = createServer()
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
     const port = (taken.address() as { port: number }).port
     try {
-      const { code } = await pinboard(["--port", String(port), "--host", "127.0.0.1"], { PINBOARD_TOKEN: "t" })
+      const { code, stderr } = await pinboard(["--port", String(port), "--host", "127.0.0.1"], { PINBOARD_TOKEN: "t" })
       expect(code).toBe(1)
+      expect(stderr).toBe(`pinboard: cannot listen on 127.0.0.1:${port}: the port is in use\n`)
     } finally {
       taken.close()
     }

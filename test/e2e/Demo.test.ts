@@ -3,6 +3,7 @@
 // both workers, a failover), then it is stopped by SIGTERM, or by SIGINT to npm alone, and
 // must exit leaving no process behind.
 import { existsSync } from "node:fs"
+import { createServer, type AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { freePort, isAlive, killPid, spawnProcess, waitForPidGone, type Spawned } from "../support/Processes.js"
@@ -151,4 +152,20 @@ describe("npm run demo", () => {
     for (const pid of childPids) expect(await waitForPidGone(pid, 5_000)).toBe(true)
     expect(demo.lines.some((line) => line === "[demo] stopped")).toBe(true)
   }, scaled(120_000))
+
+  it("a bad PORT, or one in use, is named as PORT", async () => {
+    const bad = spawnProcess(process.execPath, ["dist/demo/run.js"], { cwd: root, env: { ...process.env, PORT: "80a" } })
+    expect(await bad.exited).toEqual({ code: 2, signal: null })
+    expect(bad.lines).toContain(`[demo] PORT: expected an integer from 1 to 65535, got "80a"`)
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, resolve))
+    const port = (taken.address() as AddressInfo).port
+    try {
+      demo = spawnProcess(process.execPath, ["dist/demo/run.js"], { cwd: root, env: { ...process.env, PORT: String(port) } })
+      expect(await demo.exited).toEqual({ code: 2, signal: null })
+      expect(demo.lines).toContain(`[demo] PORT ${port} is taken: set PORT to a free port (PORT=8081 npm run demo)`)
+    } finally {
+      taken.close()
+    }
+  }, scaled(30_000))
 })
