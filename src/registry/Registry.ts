@@ -191,6 +191,12 @@ const registerBindingFirst = (
 const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
   out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
 
+/** Workers per placement count call: each script call does a bounded slice (docs/protocol.md "Cost at scale"). */
+const HELD_SLICE = 256
+
+const slices = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
 /** Each worker's count, added up over the buckets reached. */
 const sumByWorker = (workers: number, out: FanOut<ReadonlyArray<number>>): ReadonlyArray<number> => {
   const sums = new Array<number>(workers).fill(0)
@@ -338,12 +344,18 @@ export const makeRegistry = (
     workers: Effect.flatMap(now, (at) => allWorkers(backend, at)),
     workersPage: (after, limit) => Effect.flatMap(now, (at) => backend.workers(at, after, limit)),
     placementsHeld: (workers) =>
-      workers.length === 0
-        ? Effect.succeed({ counts: [], unreached: [] })
-        : Effect.flatMap(now, (at) => backend.placementsHeld(at, workers)).pipe(
-            Effect.flatMap(reachedAny),
-            Effect.map((out) => ({ counts: sumByWorker(workers.length, out), unreached: out.unreached }))
-          ),
+      Effect.flatMap(now, (at) =>
+        Effect.forEach(slices(workers, HELD_SLICE), (slice) =>
+          Effect.flatMap(backend.placementsHeld(at, slice), reachedAny).pipe(
+            Effect.map((out) => ({ counts: sumByWorker(slice.length, out), unreached: out.unreached }))
+          )
+        )
+      ).pipe(
+        Effect.map((parts) => ({
+          counts: parts.flatMap((part) => part.counts),
+          unreached: [...new Set(parts.flatMap((part) => part.unreached))].sort((a, b) => a - b)
+        }))
+      ),
     sweep: Effect.flatMap(now, (at) => backend.sweep(at)).pipe(Effect.flatMap(reachedAll)),
     clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
   }

@@ -1,6 +1,6 @@
 // Placements per worker, as the fleet page shows them (docs/operations.md "The fleet page"), on
 // both layers: the rows naming each worker, summed over every bucket, following placements,
-// releases, deregistration and a new incarnation.
+// releases, deregistration and a new incarnation; asked for in slices of 256 workers.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
@@ -65,6 +65,9 @@ describe.each(subjects)("placements held per worker (%s)", (_name, make) => {
 
       const asked = ["w1", "w2", "w3", "nobody"]
       expect(yield* registry.placementsHeld(asked)).toEqual({ counts: [owners.w1, owners.w2, 0, 0], unreached: [] })
+      // More workers than one script call takes (256): each count still at its worker's place.
+      const many = ["w1", ...Array.from({ length: 298 }, (_, i) => `nobody${i}`), "w2"]
+      expect((yield* registry.placementsHeld(many)).counts).toEqual([owners.w1, ...new Array<number>(298).fill(0), owners.w2])
 
       const released = ids.find((id) => epochs.has(id))!
       const owner = (yield* registry.placement(key(released))).worker
