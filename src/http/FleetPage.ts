@@ -3,7 +3,7 @@
 // `/fleet.json` (what the script polls). The files are read once, at start-up.
 import { readFileSync } from "node:fs"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { FleetSnapshot } from "../observe/FleetSnapshot.js"
+import type { FleetSnapshot } from "./FleetSnapshot.js"
 
 const pageFile = (name: string): string => readFileSync(new URL(`./fleet/${name}`, import.meta.url), "utf8")
 

@@ -3,7 +3,7 @@
 // registry with placements made by resolves.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import { fleetSnapshot, readFleet } from "../../src/observe/FleetSnapshot.js"
+import { fleetSnapshot, readFleet } from "../../src/http/FleetSnapshot.js"
 import type { RateSeries } from "../../src/observe/Rates.js"
 import type { RegistryPolicy, WorkerView } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"

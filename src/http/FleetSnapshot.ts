@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import type { RegistryUnavailable } from "../Errors.js"
 import type { NamespaceRegistration, WorkerView } from "../registry/Domain.js"
 import type { PlacementsHeld, RegistryService } from "../registry/Registry.js"
-import type { RateSeries } from "./Rates.js"
+import type { RateSeries } from "../observe/Rates.js"
 
 export interface FleetWorker {
   readonly worker: string
