@@ -1,13 +1,17 @@
 // The metrics listener (`metrics.port`, off by default): `GET /metrics` in Prometheus's text
-// format, nothing else. Its own port, because on the data-plane port every path is an
-// instance request.
+// format, and the fleet page (`/fleet`, `/fleet.js`, `/fleet.json`; FleetPage.ts). Its own
+// port, because on the data-plane port every path is an instance request.
 import http, { type ServerResponse } from "node:http"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Runtime } from "effect"
 import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { TEXT_PLAIN, type Reply } from "../Errors.js"
+import { readFleet } from "./FleetSnapshot.js"
 import { Metrics } from "../observe/Metrics.js"
+import { makeRateRing, RATES_KEPT, ratesOf, SAMPLE_EVERY_MS, sampleForever } from "../observe/Rates.js"
+import { Registry } from "../registry/Registry.js"
 import { listen } from "../serving/Listen.js"
+import { fleetRoutes, type Route } from "./FleetPage.js"
 import { isReadMethod } from "./Reply.js"
 
 export interface ListenerAnswer {
@@ -21,9 +25,17 @@ const plain = (status: number, body: string): Reply => ({ status, contentType: T
 
 /** The listener's own answers: not the data plane's catalogue, listed beside it in docs/errors.md. */
 export const metricsListenerAnswers = {
-  notFound: { reply: plain(404, "not found"), when: "Any path but `/metrics`." },
-  methodNotAllowed: { reply: plain(405, "method not allowed"), allow: "GET, HEAD", when: "`/metrics` with a method other than GET or HEAD." },
-  unavailable: { reply: plain(500, "metrics unavailable"), when: "The metrics could not be rendered." }
+  notFound: { reply: plain(404, "not found"), when: "Any path but `/metrics`, `/fleet`, `/fleet.js` and `/fleet.json`." },
+  methodNotAllowed: {
+    reply: plain(405, "method not allowed"),
+    allow: "GET, HEAD",
+    when: "`/metrics`, `/fleet`, `/fleet.js` or `/fleet.json` with a method other than GET or HEAD."
+  },
+  unavailable: { reply: plain(500, "metrics unavailable"), when: "The metrics could not be rendered." },
+  fleetUnavailable: {
+    reply: plain(503, "registry unavailable, retry"),
+    when: "`/fleet.json` could not read the registry (Redis unreachable or slower than 1 s); the page keeps polling."
+  }
 } as const satisfies Record<string, ListenerAnswer>
 
 const answer = (res: ServerResponse, { reply, allow }: ListenerAnswer): void => {
@@ -32,20 +44,32 @@ const answer = (res: ServerResponse, { reply, allow }: ListenerAnswer): void => 
 
 export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<MetricsServer, { readonly port: number | undefined }>() {
   /** Listens on `metrics.port` (its bound port; none while metrics are off), closed with the layer. */
-  static readonly layerConfig: Layer.Layer<MetricsServer, never, AppConfig | Metrics> = Layer.scoped(
+  static readonly layerConfig: Layer.Layer<MetricsServer, never, AppConfig | Metrics | Registry> = Layer.scoped(
     MetricsServer,
     Effect.gen(function* () {
       const config = yield* AppConfig
       const metrics = yield* Metrics
+      const registry = yield* Registry
       if (config.metrics.port === undefined) return { port: undefined }
       const host = config.metrics.host ?? config.host
-      const server = http.createServer((req, res) => {
-        if (pathOf(req.url ?? "/") !== "/metrics") return answer(res, metricsListenerAnswers.notFound)
-        if (!isReadMethod(req.method)) return answer(res, metricsListenerAnswers.methodNotAllowed)
-        metrics.render().then(
+      const ring = makeRateRing(RATES_KEPT)
+      yield* Effect.forkScoped(sampleForever(ring, metrics.answered))
+      const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+      const readSnapshot = () => runPromise(readFleet(registry, config.buckets, () => ratesOf(ring, SAMPLE_EVERY_MS)))
+      const serveMetrics: Route = (req, res) =>
+        void metrics.render().then(
           ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(req.method === "HEAD" ? undefined : body),
           () => answer(res, metricsListenerAnswers.unavailable)
         )
+      const routes = new Map<string, Route>([
+        ["/metrics", serveMetrics],
+        ...fleetRoutes(readSnapshot, (_req, res) => answer(res, metricsListenerAnswers.fleetUnavailable))
+      ])
+      const server = http.createServer((req, res) => {
+        const route = routes.get(pathOf(req.url ?? "/"))
+        if (route === undefined) return answer(res, metricsListenerAnswers.notFound)
+        if (!isReadMethod(req.method)) return answer(res, metricsListenerAnswers.methodNotAllowed)
+        route(req, res)
       })
       const port = yield* Effect.acquireRelease(Effect.orDie(listen(server, config.metrics.port, host)), () =>
         Effect.async<void>((resume) => {

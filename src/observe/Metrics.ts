@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client"
+import { countAnswer, emptyTotals, type AnsweredTotals } from "./Rates.js"
 
 /** How a resolve ended, as the resolve histogram labels it. */
 export type ResolveOutcome =
@@ -29,6 +30,8 @@ export interface Gauges {
 
 export interface MetricsService {
   readonly enabled: boolean
+  /** Requests answered and 5xx among them, since start: what the fleet page's rates sample (Rates.ts). */
+  readonly answered: Readonly<AnsweredTotals>
   /** An instance request answered, its namespace as the pipeline read it (if it got that far). */
   readonly request: (namespace: string | undefined, status: number, seconds: number) => void
   /** An answer Pinboard wrote itself, by its catalogue error tag. */
@@ -55,6 +58,7 @@ export class Metrics extends Context.Tag("pinboard/Metrics")<Metrics, MetricsSer
 
 const metricsOff: MetricsService = {
   enabled: false,
+  answered: emptyTotals(),
   request: () => undefined,
   error: () => undefined,
   resolve: () => undefined,
@@ -76,6 +80,7 @@ export const makeMetrics = (): MetricsService => {
   const registry = new PromRegistry()
   collectDefaultMetrics({ register: registry, prefix: "pinboard_" })
   const known = new Set<string>()
+  const answered = emptyTotals()
   const gauges: { inflight: Gauges["inflight"]; tunnels: Gauges["tunnels"] } = { inflight: () => [], tunnels: () => 0 }
 
   const requests = new Counter({
@@ -152,7 +157,9 @@ export const makeMetrics = (): MetricsService => {
 
   return {
     enabled: true,
+    answered,
     request: (namespace, status, seconds) => {
+      countAnswer(answered, status)
       const cls = statusClass(status)
       requests.inc({ namespace: labelOf(namespace), class: cls })
       requestSeconds.observe({ class: cls }, seconds)

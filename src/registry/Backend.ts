@@ -55,6 +55,8 @@ export interface RegistryBackend {
    * `limit` workers after the worker id `after` ("" from the first), in worker id order.
    */
   readonly workers: (now: number, after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
+  /** Every bucket: how many placement rows name each of `workers` there (for the fleet page). */
+  readonly placementsHeld: (now: number, workers: ReadonlyArray<string>) => Every<ReadonlyArray<number>>
   /** The registry's own clock in ms, for the `/readyz` skew check. */
   readonly time: Op<number>
 }

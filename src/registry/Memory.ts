@@ -32,6 +32,7 @@ export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): Memo
     beginWindDown: (bucket, now, key, epoch) => one(bucket, (b) => Model.beginWindDown(b, now, key, epoch, policy)),
     placement: (bucket, now, key) => one(bucket, (b) => Model.placement(b, now, key)),
     workers: (now, after, limit) => one(0, (b) => Model.workers(b, now, policy).filter((w) => w.worker > after).slice(0, limit)),
+    placementsHeld: (_now, workers) => each((b) => Model.placementsHeld(b, workers)),
     time: Effect.clockWith((clock) => clock.currentTimeMillis),
     wipe: (bucket) => {
       state[bucket] = Model.emptyBucket()

@@ -323,3 +323,7 @@ export const workers = (state: BucketState, now: number, policy: RegistryPolicy)
       degraded: record.degraded || nackDegraded(record, now, policy),
       nacks: nacksInWindow(record, now, policy)
     }))
+
+/** How many placement rows name each worker (its current incarnation's; ended ones until swept). */
+export const placementsHeld = (state: BucketState, workers: ReadonlyArray<string>): ReadonlyArray<number> =>
+  workers.map((worker) => state.rowsByWorker.get(worker)?.size ?? 0)

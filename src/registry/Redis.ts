@@ -210,6 +210,7 @@ export const makeRedisBackend = (
         for (const other of others) other.catch(() => undefined)
         return first!.catch((cause: unknown) => (others.length === 0 ? Promise.reject(cause) : Promise.any(others)))
       }).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
+    placementsHeld: (now, workers) => every<ReadonlyArray<number>>("held", now, workers),
     // On a cluster, the first master to answer: one dead shard must not make Pinboard unready.
     time: attempt(() => (client instanceof Cluster ? Promise.any(client.nodes("master").map((node) => node.time())) : client.time())).pipe(
       Effect.map((time) => {

@@ -22,7 +22,8 @@ const SCRIPTS = [
   "winddown",
   "placement",
   "workers",
-  "view"
+  "view",
+  "held"
 ] as const
 export type ScriptName = (typeof SCRIPTS)[number]
 /** What a script answers. */

@@ -72,6 +72,14 @@ export interface HeartbeatAnswer {
   readonly unrenewed: ReadonlyArray<number>
 }
 
+/** Placement rows per worker, summed over the buckets that answered. */
+export interface PlacementsHeld {
+  /** In the order of the workers asked for. */
+  readonly counts: ReadonlyArray<number>
+  /** Buckets not counted (a Redis Cluster shard down): the counts miss their rows. */
+  readonly unreached: ReadonlyArray<number>
+}
+
 export interface ResolveRequest extends PlacementKey {
   /** The request's hostname in hostname-aware mode, else "". */
   readonly hostname: string
@@ -107,6 +115,8 @@ export interface RegistryService {
   readonly workers: Op<ReadonlyArray<WorkerView>>
   /** At most `limit` workers after the worker id `after` ("" from the first), in worker id order. */
   readonly workersPage: (after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
+  /** How many placements each of `workers` holds, over every bucket reached (the fleet page). */
+  readonly placementsHeld: (workers: ReadonlyArray<string>) => Op<PlacementsHeld>
   /** Ends placements and forgets workers that are gone (DESIGN 3 "Bounded memory"). */
   readonly sweep: Op<void>
   /** Local clock minus the registry's clock, for `/readyz`. */
@@ -180,6 +190,19 @@ const registerBindingFirst = (
 /** A fan-out that must reach every bucket (a retry finishes the job: these calls are idempotent). */
 const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
   out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
+
+/** Workers per placement count call: each script call does a bounded slice (docs/protocol.md "Cost at scale"). */
+const HELD_SLICE = 256
+
+const slices = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
+/** Each worker's count, added up over the buckets reached. */
+const sumByWorker = (workers: number, out: FanOut<ReadonlyArray<number>>): ReadonlyArray<number> => {
+  const sums = new Array<number>(workers).fill(0)
+  for (const [, counts] of out.reached) counts.forEach((count, i) => (sums[i]! += Number(count)))
+  return sums
+}
 
 /** Workers per page when the whole membership is read. */
 const WORKERS_PAGE = 256
@@ -320,6 +343,19 @@ export const makeRegistry = (
       ),
     workers: Effect.flatMap(now, (at) => allWorkers(backend, at)),
     workersPage: (after, limit) => Effect.flatMap(now, (at) => backend.workers(at, after, limit)),
+    placementsHeld: (workers) =>
+      Effect.flatMap(now, (at) =>
+        Effect.forEach(slices(workers, HELD_SLICE), (slice) =>
+          Effect.flatMap(backend.placementsHeld(at, slice), reachedAny).pipe(
+            Effect.map((out) => ({ counts: sumByWorker(slice.length, out), unreached: out.unreached }))
+          )
+        )
+      ).pipe(
+        Effect.map((parts) => ({
+          counts: parts.flatMap((part) => part.counts),
+          unreached: [...new Set(parts.flatMap((part) => part.unreached))].sort((a, b) => a - b)
+        }))
+      ),
     sweep: Effect.flatMap(now, (at) => backend.sweep(at)).pipe(Effect.flatMap(reachedAll)),
     clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
   }

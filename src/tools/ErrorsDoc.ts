@@ -21,7 +21,7 @@ export const renderErrorsDoc = (): string =>
     "",
     "## The metrics listener",
     "",
-    "The listener on `metrics.port` ([operations.md](operations.md#metrics)) serves `GET /metrics` and answers anything else itself:",
+    "The listener on `metrics.port` ([operations.md](operations.md#metrics)) serves `GET /metrics` and the fleet page ([operations.md](operations.md#the-fleet-page)), and answers anything else itself:",
     "",
     "| Status | Body | Content type | Headers | When |",
     "|---|---|---|---|---|",

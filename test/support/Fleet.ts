@@ -284,18 +284,24 @@ export const bucketOf = (namespace: string, id: string, buckets = BUCKETS): numb
 
 const COLD_START = JSON.stringify({ error: "registry cold start, retry" })
 
+/** The ids `waitForColdStart` requests (and so places): one per bucket of `namespace`, by bucket. */
+export const coldStartIds = (namespace: string): Map<number, string> => {
+  const ids = new Map<number, string>()
+  for (let i = 0; ids.size < BUCKETS; i++) {
+    const id = `warm-${i}`
+    const bucket = bucketOf(namespace, id)
+    if (!ids.has(bucket)) ids.set(bucket, id)
+  }
+  return ids
+}
+
 /**
  * Polls one id per bucket (DESIGN 3's bucket hash) of `namespace` until none answers `503
  * registry cold start`. Each poll that gets through places its id: harmless, ids are fresh. In
  * hostname-aware mode `host` names a hostname the namespace is bound for, in env "".
  */
 export const waitForColdStart = async (pinboard: Pinboard, namespace: string, host?: string): Promise<void> => {
-  const pending = new Map<number, string>()
-  for (let i = 0; pending.size < BUCKETS; i++) {
-    const id = `warm-${i}`
-    const bucket = bucketOf(namespace, id)
-    if (!pending.has(bucket)) pending.set(bucket, id)
-  }
+  const pending = coldStartIds(namespace)
   await poll(
     async () => {
       for (const [bucket, id] of pending) {

@@ -1,0 +1,117 @@
+// The fleet page's script (docs/operations.md "The fleet page"): polls fleet.json and redraws.
+// Every value from the registry (worker ids, namespaces, URLs) reaches the page as text
+// (textContent, setAttribute), never as markup.
+"use strict"
+
+const EVERY_MS = 2000
+/** The headline rates average the last this many seconds. */
+const RECENT = 10
+
+const byId = (id) => document.getElementById(id)
+const svgNs = "http://www.w3.org/2000/svg"
+
+const cell = (text, className) => {
+  const td = document.createElement("td")
+  td.textContent = text
+  if (className) td.className = className
+  return td
+}
+
+const stateOf = (w) => {
+  if (w.leaseLeftMs <= 0) return "lapsed"
+  const flags = []
+  if (w.draining) flags.push("draining")
+  if (w.degraded) flags.push("degraded")
+  return flags.length === 0 ? "live" : flags.join(", ")
+}
+
+const seconds = (ms) => (ms / 1000).toFixed(1)
+const rate = (n) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2))
+
+const recentMean = (series) => {
+  const recent = series.slice(-RECENT)
+  return recent.length === 0 ? 0 : recent.reduce((a, b) => a + b, 0) / recent.length
+}
+
+const drawWorkers = (snapshot) => {
+  const body = byId("workers")
+  const rows = snapshot.workers.map((w) => {
+    const tr = document.createElement("tr")
+    const state = stateOf(w)
+    tr.className = state.split(", ")[0]
+    tr.setAttribute("data-worker", w.worker)
+    const cells = [
+      cell(w.worker),
+      cell(state, "state"),
+      cell(seconds(w.leaseLeftMs), "num"),
+      cell(String(w.headroom), "num"),
+      cell(String(w.placements), "num"),
+      cell(String(w.nacks), "num"),
+      cell(w.namespaces.join(", ")),
+      cell(w.advertiseUrl, "muted")
+    ]
+    const fields = ["worker", "state", "lease-left", "headroom", "placements", "nacks", "namespaces", "advertise-url"]
+    cells.forEach((td, i) => td.setAttribute("data-field", fields[i]))
+    tr.append(...cells)
+    return tr
+  })
+  body.replaceChildren(...rows)
+  byId("worker-count").textContent = `(${snapshot.workers.length})`
+  const uncounted = byId("uncounted")
+  uncounted.hidden = snapshot.uncountedBuckets.length === 0
+  uncounted.textContent = `Placements not counted in ${snapshot.uncountedBuckets.length} of ${snapshot.buckets} buckets (unreachable): the counts are low.`
+}
+
+const drawChart = (id, series, slots, color) => {
+  const svg = byId(`${id}-chart`)
+  const peak = Math.max(0, ...series)
+  const top = peak > 0 ? peak : 1
+  const step = 300 / Math.max(1, slots - 1)
+  const offset = slots - series.length
+  const points = series.map((v, i) => `${((offset + i) * step).toFixed(1)},${(58 - (v / top) * 54).toFixed(1)}`).join(" ")
+  const line = document.createElementNS(svgNs, "polyline")
+  line.setAttribute("points", points)
+  line.setAttribute("fill", "none")
+  line.setAttribute("stroke", color)
+  line.setAttribute("stroke-width", "1.5")
+  line.setAttribute("vector-effect", "non-scaling-stroke")
+  svg.replaceChildren(line)
+  byId(`${id}-peak`).textContent = `peak ${rate(peak)}/s`
+}
+
+const drawRates = (rates) => {
+  const slots = rates.kept
+  const minutes = String(Math.round((slots * rates.intervalMs) / 60000))
+  byId("window").textContent = minutes
+  for (const start of document.querySelectorAll(".chart-start")) start.textContent = `${minutes} min ago`
+  byId("requests-rate").textContent = rate(recentMean(rates.requests))
+  byId("errors-rate").textContent = rate(recentMean(rates.errors))
+  drawChart("requests", rates.requests, slots, "#2f5fb3")
+  drawChart("errors", rates.errors, slots, "#b3261e")
+}
+
+const setStatus = (text, ok) => {
+  const status = byId("status")
+  status.textContent = text
+  status.className = ok ? "status" : "status stale"
+}
+
+const refresh = async () => {
+  try {
+    const res = await fetch("fleet.json", { cache: "no-store" })
+    if (!res.ok) throw new Error(`fleet.json answered ${res.status}`)
+    const snapshot = await res.json()
+    drawWorkers(snapshot)
+    drawRates(snapshot.rates)
+    byId("updated").textContent = new Date(snapshot.now).toISOString().replace("T", " ").slice(0, 19) + " UTC"
+    byId("updated").setAttribute("data-now", String(snapshot.now))
+    setStatus("live", true)
+  } catch (error) {
+    setStatus(`stale: ${error instanceof Error ? error.message : String(error)}`, false)
+  } finally {
+    setTimeout(refresh, EVERY_MS)
+  }
+}
+
+byId("every").textContent = String(EVERY_MS / 1000)
+void refresh()
