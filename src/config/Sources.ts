@@ -30,7 +30,8 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   { name: "PINBOARD_HOSTNAME_AWARE", path: ["hostnameAware"], kind: "boolean", expected: "expected 1, 0, true or false" },
   { name: "PINBOARD_METRICS_PORT", path: ["metrics", "port"], kind: "number" },
   { name: "PINBOARD_LOG_LEVEL", path: ["log", "level"], kind: "string" },
-  { name: "PINBOARD_ACCESS_LOG", path: ["log", "access"], kind: "boolean", expected: "expected 1, 0, true or false" }
+  { name: "PINBOARD_ACCESS_LOG", path: ["log", "access"], kind: "boolean", expected: "expected 1, 0, true or false" },
+  { name: "PINBOARD_OTLP_ENDPOINT", path: ["otlp", "endpoint"], kind: "string" }
 ]
 
 export type Env = Readonly<Record<string, string | undefined>>
