@@ -1,6 +1,6 @@
 // The layers, composed in one place: the two listeners over the registry (on the backend the
-// config chooses), auth, the upstream client, the forward's timers, the inflight cap and the
-// metrics, every one of them reading the config it needs from AppConfig.
+// config chooses), auth, the upstream client, the forward's timers, the inflight cap, the
+// metrics and the traces, every one of them reading the config it needs from AppConfig.
 import { Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { Auth } from "./auth/Auth.js"
@@ -8,6 +8,7 @@ import type { PinboardConfig } from "./Config.js"
 import { MetricsServer } from "./http/MetricsServer.js"
 import { Server } from "./http/Server.js"
 import { Metrics } from "./observe/Metrics.js"
+import { Tracing } from "./observe/Tracing.js"
 import { InflightCap } from "./pipeline/steps/InflightCap.js"
 import { Deadlines } from "./proxy/Deadlines.js"
 import { Upstream } from "./proxy/Upstream.js"
@@ -24,6 +25,6 @@ export const appLayer = (config: PinboardConfig): Layer.Layer<Server | MetricsSe
     Layer.provide(Registry.layerConfig),
     Layer.provide(backendOf(config)),
     Layer.provideMerge(Metrics.layerConfig),
-    Layer.provide(Layer.mergeAll(Upstream.layer, Deadlines.layer, InflightCap.layerConfig, Auth.layerConfig)),
+    Layer.provide(Layer.mergeAll(Upstream.layer, Deadlines.layer, InflightCap.layerConfig, Auth.layerConfig, Tracing.layerConfig)),
     Layer.provide(Layer.succeed(AppConfig, config))
   )

@@ -51,6 +51,7 @@ const DEFAULTS = {
   shutdown: { graceMs: 10000 },
   metrics: { port: undefined, host: undefined },
   log: { level: "info", access: false },
+  otlp: { endpoint: undefined },
   providers: {},
   namespaces: undefined
 }
@@ -145,6 +146,14 @@ describe("precedence: environment > file > defaults", () => {
       )
       expect(fromEnv.metrics).toStrictEqual({ port: 9100, host: undefined })
       expect(fromEnv.log).toStrictEqual({ level: "debug", access: true })
+    }))
+
+  it.effect("the OTLP endpoint (docs/operations.md \"Traces\"), from the file and the environment", () =>
+    Effect.gen(function*() {
+      const fromFile = yield* load({ ...TOKEN }, { otlp: { endpoint: "https://collector.example:4318" } })
+      expect(fromFile.otlp).toStrictEqual({ endpoint: "https://collector.example:4318" })
+      const fromEnv = yield* load({ ...TOKEN, PINBOARD_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }, { otlp: { endpoint: "https://collector.example:4318" } })
+      expect(fromEnv.otlp).toStrictEqual({ endpoint: "http://127.0.0.1:4318/" })
     }))
 
   it.effect("an explicit nack.windowMs is kept whatever the lease", () =>
@@ -300,6 +309,8 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "empty metrics host", file: { metrics: { host: "" } }, message: `metrics.host: expected a non-empty string, got ""` },
     { name: "unknown log level", env: { PINBOARD_LOG_LEVEL: "verbose" }, message: `PINBOARD_LOG_LEVEL: expected one of debug, info, warning, error, got "verbose"` },
     { name: "access log not a flag", env: { PINBOARD_ACCESS_LOG: "on" }, message: `PINBOARD_ACCESS_LOG: expected 1, 0, true or false, got "on"` },
+    { name: "OTLP endpoint of another scheme", env: { PINBOARD_OTLP_ENDPOINT: "grpc://collector:4317" }, message: `PINBOARD_OTLP_ENDPOINT: expected an http:// or https:// URL, got "grpc://collector:4317"` },
+    { name: "OTLP endpoint not a URL", file: { otlp: { endpoint: "collector:4318" } }, message: `otlp.endpoint: expected an http:// or https:// URL, got "collector:4318"` },
     { name: "prefix with a brace", env: { PINBOARD_REDIS_PREFIX: "pb}" }, message: `PINBOARD_REDIS_PREFIX: expected a non-empty string without { or }, got "pb}"` },
     {
       name: "url and cluster together (environment and file)",
@@ -342,7 +353,7 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "bad caller", file: { namespaces: [{ namespace: "/t", auth: "none", callers: ["rooms"] }] }, message: `namespaces[0].callers[0]: expected "*" or a namespace like "/threads", got "rooms"` },
     { name: "two rules for one namespace", file: { namespaces: [{ namespace: "/t", auth: "none" }, { namespace: "/t", auth: "none" }] }, message: `namespaces[1].namespace: expected a namespace no earlier rule names, got "/t"` },
     { name: "credential naming header and cookie", file: { namespaces: [{ namespace: "/t", auth: "none", credential: { header: "x", cookie: "y" } }] }, message: `namespaces[0].credential: expected {"header": <name>} or {"cookie": <name>}` },
-    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, providers, namespaces)" },
+    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
     { name: "unknown nested key", file: { forwards: { timeout: 5 } }, message: "forwards.timeout: unknown option (expected one of: timeoutMs, maxInflight)" },
     { name: "unknown provider key", file: { providers: { a: { type: "jwt", secret: "s", issuer: "i", audiences: ["x"] } } }, message: "providers.a.audiences: unknown option (expected one of: type, jwksUrl, publicKey, secret, issuer, audience, algorithms)" },
   ]

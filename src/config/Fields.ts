@@ -59,6 +59,11 @@ export const RedisUrl = Schema.String.pipe(
   Schema.filter((s) => urlWithProtocol(s, ["redis:", "rediss:"]), expected("a redis:// or rediss:// URL"))
 )
 
+/** Where traces go (OTLP/HTTP); spans are POSTed to `<endpoint>/v1/traces`. */
+export const OtlpEndpoint = Schema.String.pipe(
+  Schema.filter((s) => urlWithProtocol(s, ["http:", "https:"]), expected("an http:// or https:// URL"))
+)
+
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
 const isHostPort = (s: string): boolean => {
   const port = HOST_PORT.exec(s)?.[1]

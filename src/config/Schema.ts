@@ -4,7 +4,7 @@
 import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
-  AffinityKeyFromString, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, Port,
+  AffinityKeyFromString, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, OtlpEndpoint, Port,
   PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, Takeover, Token
 } from "./Fields.js"
 
@@ -66,6 +66,8 @@ const Fields = Schema.Struct({
     level: withDefault(LogLevelName, () => "info" as const),
     access: withDefault(Flag, () => false)
   })),
+  /** Traces over OTLP/HTTP (docs/operations.md "Traces"); off while `endpoint` is undefined. */
+  otlp: section(Schema.Struct({ endpoint: optionalOrUndefined(OtlpEndpoint) })),
   providers: withDefault(
     Schema.Record({ key: Schema.String, value: Provider }).annotations(expectedShape("an object")),
     () => ({})

@@ -43,7 +43,8 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     kind: "boolean",
     expected: "expected 1, 0, true or false",
     summary: "one JSON line per instance request (1 or 0)"
-  }
+  },
+  { name: "PINBOARD_OTLP_ENDPOINT", path: ["otlp", "endpoint"], kind: "string", summary: "OTLP/HTTP collector for traces; unset: no tracing" }
 ]
 
 export type Env = Readonly<Record<string, string | undefined>>

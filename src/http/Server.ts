@@ -8,8 +8,9 @@ import { AppConfig } from "../AppConfig.js"
 import type { Auth } from "../auth/Auth.js"
 import { type CatalogueError, ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
 import { makeInstancePipeline, type InstanceError } from "../pipeline/Pipeline.js"
-import { exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
+import { CLIENT_CLOSED, exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
+import { Tracing } from "../observe/Tracing.js"
 import { InflightCap } from "../pipeline/steps/InflightCap.js"
 import type { Deadlines } from "../proxy/Deadlines.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
@@ -97,9 +98,6 @@ export const respond = <E extends CatalogueError, R>(
 export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
   answering(handler, (reply) => writeBareStatus(socket, reply), note)
 
-/** What the client got: the status sent, or 499 (nginx's "client closed request") when nothing was. */
-const CLIENT_CLOSED = 499
-
 export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
   static readonly layerConfig: Layer.Layer<
@@ -111,7 +109,11 @@ export class Server extends Context.Tag("pinboard/Server")<Server, { readonly po
 
 const serve = Effect.gen(function* () {
   const config = yield* AppConfig
-  const runtime = yield* Effect.withScheduler(Effect.runtime<Registry | Auth | AppConfig>(), makeRequestScheduler())
+  const tracing = yield* Tracing
+  // With traces on, the request fibers run with the OTLP tracer (observe/Tracing.ts).
+  const runtime = yield* Effect.withScheduler(Effect.runtime<Registry | Auth | AppConfig>(), makeRequestScheduler()).pipe(
+    (made) => (tracing === undefined ? made : Effect.withTracer(made, tracing.tracer))
+  )
   const run = Runtime.runFork(runtime)
   const pipeline = yield* makeInstancePipeline
   let shuttingDown = false
@@ -126,20 +128,23 @@ const serve = Effect.gen(function* () {
   const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) => {
     const note: ExchangeNote = {}
     const handler: Effect.Effect<unknown, InstanceError | MessageError> = refused ?? pipeline.request(req, res, note)
-    if (observer.idle) return respond(req, res, handler, note)
-    const startedAt = performance.now()
-    res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
-    return respond(req, res, handler, note)
+    if (!observer.idle) {
+      const startedAt = performance.now()
+      res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
+    }
+    const answer = respond(req, res, handler, note)
+    return tracing === undefined ? answer : tracing.request(req, res, note, answer)
   }
 
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const note: ExchangeNote = {}
     const handler: Effect.Effect<unknown, InstanceError | MessageError> = messageError(req) ?? pipeline.upgrade(req, socket, head, tunnels, note)
-    if (observer.idle) return respondBare(socket, handler, note)
-    const startedAt = performance.now()
-    return respondBare(socket, handler, note).pipe(
-      Effect.ensuring(Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
-    )
+    let answer = respondBare(socket, handler, note)
+    if (!observer.idle) {
+      const startedAt = performance.now()
+      answer = Effect.ensuring(answer, Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
+    }
+    return tracing === undefined ? answer : tracing.upgrade(req, note, answer)
   }
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {

@@ -10,6 +10,7 @@ import {
   type WorkerAtCapacity,
   WorkerRefusedActivation
 } from "../Errors.js"
+import type { TracingService } from "../observe/Tracing.js"
 import type { SendError } from "../proxy/Exchange.js"
 import type { StaleResolve } from "../proxy/Signals.js"
 import type { Placement, RegistryService, ResolveRequest } from "../registry/Registry.js"
@@ -24,8 +25,9 @@ export interface Transport<Sent> {
   /**
    * Sends to the placement unless the clock is past `sendBy`; succeeds once the worker's
    * headers are in. Calls `settled` once when they are, or when the send has ended without them.
+   * `traceparent`, when the request is traced, names the forward's span to the worker.
    */
-  readonly send: (placement: Placement, sendBy: number, settled: () => void) => Effect.Effect<Sent, SendError>
+  readonly send: (placement: Placement, sendBy: number, settled: () => void, traceparent: string | undefined) => Effect.Effect<Sent, SendError>
   /** What follows the headers (the tunnel); none: the exchange goes on by itself. */
   readonly finish?: (sent: Sent) => Effect.Effect<void>
 }
@@ -45,10 +47,19 @@ const release = (registry: RegistryService, request: ResolveRequest, placement: 
 /** Succeeds with what `finish` gave, or with the exchange when there is no `finish`. */
 export type Deliver = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<unknown, DeliverError>
 
-/** Made once per process: `now` is the Clock's time. */
-export const makeDeliver =
-  (registry: RegistryService, cap: InflightCapService, now: () => number): Deliver =>
-  <Sent>(request: ResolveRequest, transport: Transport<Sent>) => {
+type Send = <Sent>(transport: Transport<Sent>, placement: Placement, sendBy: number, settled: () => void) => Effect.Effect<Sent, SendError>
+
+/** Made once per process: `now` is the Clock's time; with `tracing`, resolves and sends are spans. */
+export const makeDeliver = (registry: RegistryService, cap: InflightCapService, now: () => number, tracing: TracingService | undefined): Deliver => {
+  const resolve: (asked: ResolveRequest) => Effect.Effect<Placement, ResolveError> =
+    tracing === undefined ? (asked) => resolvePlacement(registry, asked) : (asked) => tracing.resolve(resolvePlacement(registry, asked))
+  const send: Send =
+    tracing === undefined
+      ? (transport, placement, sendBy, settled) => transport.send(placement, sendBy, settled, undefined)
+      : (transport, placement, sendBy, settled) =>
+          tracing.forward(placement, (traceparent) => transport.send(placement, sendBy, settled, traceparent))
+
+  return <Sent>(request: ResolveRequest, transport: Transport<Sent>) => {
     /** The worker that refused the first placement, which the re-place excludes. */
     let refusedBy: string | undefined
 
@@ -56,12 +67,12 @@ export const makeDeliver =
     // as it is run, so `resolvedAt` is when the resolve is asked.
     const attempt = (asked: ResolveRequest, last: boolean): Effect.Effect<Sent, AttemptError> => {
       const resolvedAt = now()
-      return Effect.flatMap(resolvePlacement(registry, asked), (placement) => {
+      return Effect.flatMap(resolve(asked), (placement) => {
         const worker = placement.worker
-        const send = afterStep(cap.take(worker), () =>
-          transport.send(placement, last ? Infinity : resolvedAt + RE_RESOLVE_AFTER_MS, () => cap.release(worker))
+        const sent = afterStep(cap.take(worker), () =>
+          send(transport, placement, last ? Infinity : resolvedAt + RE_RESOLVE_AFTER_MS, () => cap.release(worker))
         )
-        return Effect.catchAll(send, (error): Effect.Effect<never, AttemptError> => {
+        return Effect.catchAll(sent, (error): Effect.Effect<never, AttemptError> => {
           switch (error._tag) {
             // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
             case "ConnectFailed":
@@ -100,3 +111,4 @@ export const makeDeliver =
     const delivered = answered as Effect.Effect<Sent, DeliverError>
     return transport.finish === undefined ? delivered : Effect.flatMap(delivered, transport.finish)
   }
+}

@@ -11,6 +11,7 @@ import type { Address, AddressError } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { Auth, type AuthService } from "../auth/Auth.js"
 import type { ExchangeNote } from "../observe/Exchange.js"
+import { Tracing } from "../observe/Tracing.js"
 import { makeForwardContext, type Outbound } from "../proxy/Exchange.js"
 import { sendRequest } from "../proxy/Forward.js"
 import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
@@ -92,7 +93,8 @@ const outboundOf = (
   note: ExchangeNote,
   placement: Placement,
   sendBy: number,
-  settled: () => void
+  settled: () => void,
+  traceparent: string | undefined
 ): Outbound => {
   note.worker = placement.worker
   note.epoch = placement.epoch
@@ -104,6 +106,7 @@ const outboundOf = (
     headers: forwardRequestHeaders(req.headers, {
       epoch: placement.epoch,
       peer: peerAddress(req.socket.remoteAddress),
+      traceparent,
       attestation: auth.attest({
         worker: placement.worker,
         namespace: address.namespace,
@@ -138,7 +141,7 @@ export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppCon
     const auth = yield* Auth
     const forward = yield* makeForwardContext(yield* Upstream, yield* Deadlines, config.forwards.timeoutMs)
     const registry = yield* Registry
-    const deliver = makeDeliver(registry, yield* InflightCap, forward.now)
+    const deliver = makeDeliver(registry, yield* InflightCap, forward.now, yield* Tracing)
     const { hostnameAware } = config
     const affinityKey = config.affinity.key
 
@@ -158,14 +161,15 @@ export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppCon
           // No finish: the body streams on by itself once the headers are relayed.
           return {
             canRePlace: !withBody,
-            send: (placement, sendBy, settled) =>
-              sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled), withBody)
+            send: (placement, sendBy, settled, traceparent) =>
+              sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled, traceparent), withBody)
           }
         }),
       upgrade: (req, client, head, tunnels, note) =>
         route(req, note, (admitted) => ({
           canRePlace: true,
-          send: (placement, sendBy, settled) => sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled)),
+          send: (placement, sendBy, settled, traceparent) =>
+            sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled, traceparent)),
           finish: (exchange) => {
             note.status = exchange.statusCode
             return openTunnel(exchange, client, head, tunnels)

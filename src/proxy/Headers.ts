@@ -1,6 +1,7 @@
 // Request and response header rules (seed "Request headers" and "Response"), pure.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { ATTESTATION_HEADER, EPOCH_HEADER, isPinboardHeader, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract/Headers.js"
+import { TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 
 /** Headers as node:http and undici hand them over: lowercase names. */
 type HeaderMap = Readonly<Record<string, string | Array<string> | undefined>>
@@ -28,7 +29,13 @@ const hopByHop = (headers: HeaderMap): ((name: string) => boolean) => {
 
 export const forwardRequestHeaders = (
   headers: IncomingHttpHeaders,
-  added: { readonly epoch: string; readonly peer: string; readonly attestation: string }
+  added: {
+    readonly epoch: string
+    readonly peer: string
+    readonly attestation: string
+    /** Pinboard's span, when the request is traced: it replaces the client's (docs/operations.md "Traces"). */
+    readonly traceparent?: string | undefined
+  }
 ): OutgoingHttpHeaders => {
   const drop = hopByHop(headers)
   const out: OutgoingHttpHeaders = {}
@@ -40,6 +47,7 @@ export const forwardRequestHeaders = (
   out["x-forwarded-for"] = added.peer
   out[EPOCH_HEADER] = added.epoch
   out[ATTESTATION_HEADER] = added.attestation
+  if (added.traceparent !== undefined) out[TRACEPARENT_HEADER] = added.traceparent
   return out
 }
 

@@ -14,6 +14,7 @@ import { makeCalls } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
 import { keepLease } from "./Lease.js"
+import { makeTraceRequest, type TracesOptions } from "./Tracing.js"
 import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
 import { windDown } from "./WindDown.js"
 
@@ -56,6 +57,11 @@ export interface WorkerOptions {
   /** The registry client; default the HTTP API at `pinboard` (tests may give their own). */
   readonly registry?: RegistryClient
   readonly log?: (message: string, error?: unknown) => void
+  /**
+   * Traces (docs/worker.md "Traces"): each request served in a span continued from Pinboard's
+   * `traceparent`, exported as OTLP/HTTP JSON. Absent: no spans.
+   */
+  readonly traces?: TracesOptions
 }
 
 /** A running worker, as `makeWorker` gives it: closing its scope stops it. */
@@ -92,6 +98,8 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const definitions = new Map(Object.entries(options.instances) as Array<[string, InstanceDefinition<unknown>]>)
     const host = options.host ?? "127.0.0.1"
 
+    // Made before the stop's finalizer, so that it sends the last spans after the stop.
+    const traceRequest = options.traces === undefined ? undefined : yield* makeTraceRequest(options.traces, options.worker)
     const server = http.createServer()
     const port = yield* Effect.acquireRelease(listen(server, options.port ?? 0, host), () =>
       Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))))
@@ -145,7 +153,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const inFlight = makeInFlight()
     server.on("request", (req, res) => {
       inFlight.track(res)
-      void handleRequest(deps, req, res)
+      void (traceRequest === undefined ? handleRequest(deps, req, res) : traceRequest(req, res, () => handleRequest(deps, req, res)))
     })
     server.on("upgrade", (req, socket, head) => void handleUpgrade(deps, req, socket, head))
 

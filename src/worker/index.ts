@@ -2,6 +2,7 @@
 // Guide: docs/worker.md.
 export { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
 export { startWorker, type PinboardWorker } from "./StartWorker.js"
+export type { TracesOptions } from "./Tracing.js"
 export {
   defineInstance,
   type ActivationContext,

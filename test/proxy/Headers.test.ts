@@ -55,6 +55,15 @@ describe("request headers", () => {
     expect(out["x-a"]).toBe("1")
     expect(out["x-b"]).toEqual(["2", "3"])
   })
+
+  it("traceparent: forwarded as received untraced; replaced by Pinboard's span when traced, tracestate kept (docs/operations.md \"Traces\")", () => {
+    const client = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "vendor=abc" }
+    expect(forwardRequestHeaders(client, added)).toMatchObject(client)
+    expect(forwardRequestHeaders({}, added)).not.toHaveProperty("traceparent")
+    const ours = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
+    expect(forwardRequestHeaders(client, { ...added, traceparent: ours })).toMatchObject({ traceparent: ours, tracestate: "vendor=abc" })
+    expect(forwardRequestHeaders({}, { ...added, traceparent: ours })).toMatchObject({ traceparent: ours })
+  })
 })
 
 describe("response trailers", () => {

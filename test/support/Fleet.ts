@@ -69,6 +69,8 @@ export interface PinboardOptions extends RegistryBacking {
   readonly leaseMs?: number
   /** Written to a JSON file and passed as PINBOARD_CONFIG. */
   readonly config?: Record<string, unknown>
+  /** More environment (PINBOARD_* variables), laid over the rest. */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 export interface WorkerOptions {
@@ -128,7 +130,7 @@ export class Fleet {
       writeFileSync(file, JSON.stringify(options.config))
       env.PINBOARD_CONFIG = file
     }
-    const child = spawnProcess(process.execPath, [MAIN], { env })
+    const child = spawnProcess(process.execPath, [MAIN], { env: { ...env, ...options.env } })
     this.stops.push(() => child.kill())
     const url = `http://127.0.0.1:${port}`
     await poll(

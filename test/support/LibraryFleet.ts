@@ -112,6 +112,8 @@ export interface LibraryWorkerOptions {
   /** Hostname-aware mode: the hostnames (each with its env) every namespace is registered for. */
   readonly hostnames?: ReadonlyArray<{ readonly hostname: string; readonly env: string }>
   readonly registrationEpoch?: string
+  /** The library's `traces` option: spans sent to this OTLP/HTTP endpoint. */
+  readonly otlpEndpoint?: string
 }
 
 /** Options for both workers of a pair; `a` adds some for worker A only. */
@@ -160,6 +162,8 @@ export interface LibraryFleetOptions {
   /** Pinboard's registry on this Redis Cluster; the workers' FencedStore stays on the redis-server. */
   readonly cluster?: RedisCluster
   readonly leaseMs?: number
+  /** More environment for Pinboard (PINBOARD_* variables). */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 export class LibraryFleet {
@@ -184,6 +188,7 @@ export class LibraryFleet {
     const pinboard = await this.fleet.pinboard({
       ...(options.cluster === undefined ? { redis } : { cluster: options.cluster }),
       ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+      ...(options.env === undefined ? {} : { env: options.env }),
       prefix: this.prefix,
       config: {
         affinity: { key: `header:${AFFINITY_HEADER}` },
@@ -221,6 +226,7 @@ export class LibraryFleet {
     if (options.deactivateMs !== undefined) args.push("--deactivate-ms", String(options.deactivateMs))
     if (options.hostnames !== undefined) args.push("--hostnames", JSON.stringify(options.hostnames))
     if (options.registrationEpoch !== undefined) args.push("--registration-epoch", options.registrationEpoch)
+    if (options.otlpEndpoint !== undefined) args.push("--otlp-endpoint", options.otlpEndpoint)
     const child = spawnProcess(process.execPath, args)
     this.stops.push(() => child.kill())
     const ready = await child.waitForLine(new RegExp(`^worker ${id} ready on (\\d+)$`), 15_000)

@@ -1,0 +1,112 @@
+// `npm run bench:tracing -- --spans`: what the spans of one traced request cost in CPU, in
+// this process alone, where the end-to-end figures of bench/tracing.ts are noisy. A fiber per
+// "request" suspends twice (the resolve, then the worker's headers) as bench/effectCosts.ts
+// has it; traced, it runs through src/observe/Tracing.ts as the server and Deliver.ts do
+// (request span, resolve span, forward span with its traceparent, the request span ended on
+// the response's close), with the OTLP exporter sending to a receiver in a child process.
+// Prints the median over rounds of CPU µs per request (this process's user + system time,
+// the exporter's batching, serialization and sending included) for each variant.
+//
+//   npm run bench:tracing -- --spans [--fibers=100000] [--rounds=5]
+import { EventEmitter } from "node:events"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Effect, Exit, Runtime, Scope } from "effect"
+import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
+import type { ExchangeNote } from "../src/observe/Exchange.js"
+import { makeTracing, type TracingService } from "../src/observe/Tracing.js"
+import type { Placement } from "../src/registry/Registry.js"
+import { spawnProcess } from "../test/support/Processes.js"
+import { numberArg } from "./args.js"
+
+const FIBERS = Math.round(numberArg("fibers", 100_000))
+const ROUNDS = Math.round(numberArg("rounds", 5))
+const CONCURRENT = 128
+
+const RECEIVER = `
+const http = require("node:http")
+http.createServer((req, res) => { req.resume(); req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}")) })
+  .listen(0, "127.0.0.1", function () { console.log("listening " + this.address().port) })
+`
+
+const PLACEMENT: Placement = { env: "", worker: "w1", advertiseUrl: "http://w1.test", epoch: "1796008889542000001", isNew: false }
+
+const io = <A>(value: A): Effect.Effect<A> => Effect.async<A>((resume) => void setImmediate(() => resume(Effect.succeed(value))))
+
+const fakeExchange = (traceparent: string | undefined) => {
+  const req = { method: "GET", headers: traceparent === undefined ? {} : { traceparent } } as unknown as IncomingMessage
+  const res = Object.assign(new EventEmitter(), { headersSent: true, statusCode: 200 }) as unknown as ServerResponse
+  const note: ExchangeNote = { namespace: "/threads", id: "t1" }
+  return { req, res, note }
+}
+
+/**
+ * A request as Server.ts and Deliver.ts run it, the response closed at its end: with
+ * `tracing`, through its wrappers; without, the same steps as the untraced path takes them.
+ */
+const requestOf = (tracing: TracingService | undefined, traceparent: string | undefined) => () => {
+  const { req, res, note } = fakeExchange(traceparent)
+  const resolve = tracing === undefined ? io(PLACEMENT) : tracing.resolve(io(PLACEMENT))
+  const answer = Effect.flatMap(resolve, (placement) => {
+    note.worker = placement.worker
+    note.epoch = placement.epoch
+    return tracing === undefined ? io(undefined) : tracing.forward(placement, (sent) => io(sent))
+  })
+  const answered = Effect.ensuring(Effect.asVoid(answer), Effect.sync(() => res.emit("close")))
+  return tracing === undefined ? answered : tracing.request(req, res, note, answered)
+}
+
+export const runSpanCosts = async (): Promise<void> => {
+  const receiver = spawnProcess(process.execPath, ["-e", RECEIVER], {}, { name: "receiver" })
+  const port = Number((await receiver.waitForLine(/^listening (\d+)$/, 10_000))[1])
+  const scope = await Effect.runPromise(Scope.make())
+  const tracing = await Effect.runPromise(Scope.extend(makeTracing(`http://127.0.0.1:${port}`), scope))
+  const base = await Effect.runPromise(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))
+  const runOff = Runtime.runFork(base)
+  const runOn = Runtime.runFork(await Effect.runPromise(Effect.withTracer(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()), tracing.tracer)))
+
+  const variants = [
+    { name: "tracing off: no spans", run: runOff, make: requestOf(undefined, undefined) },
+    { name: "tracing on: request, resolve, forward spans", run: runOn, make: requestOf(tracing, undefined) },
+    { name: "tracing on, continuing a client's traceparent", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") },
+    { name: "tracing on, the client's traceparent unsampled", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00") }
+  ]
+
+  /** CPU µs of this process per fiber. */
+  const measure = (run: typeof runOff, make: () => Effect.Effect<unknown, unknown>, fibers: number): Promise<number> =>
+    new Promise((resolve) => {
+      let started = 0
+      let done = 0
+      const cpu0 = process.cpuUsage()
+      const startOne = () => {
+        started++
+        run(make()).addObserver((exit) => {
+          if (Exit.isFailure(exit)) throw new Error("a measured fiber failed")
+          done++
+          if (started < fibers) startOne()
+          else if (done === fibers) {
+            const cpu = process.cpuUsage(cpu0)
+            resolve((cpu.user + cpu.system) / fibers)
+          }
+        })
+      }
+      for (let i = 0; i < Math.min(CONCURRENT, fibers); i++) startOne()
+    })
+
+  for (const variant of variants) await measure(variant.run, variant.make, FIBERS / 10)
+  const figures = new Map<string, Array<number>>(variants.map((v) => [v.name, []]))
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const variant of variants.map((_, i) => variants[(i + round) % variants.length]!)) {
+      figures.get(variant.name)!.push(await measure(variant.run, variant.make, FIBERS))
+    }
+  }
+  const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[values.length >> 1]!
+  const off = median(figures.get(variants[0]!.name)!)
+  console.log(`${FIBERS.toLocaleString("en-US")} requests per variant, ${CONCURRENT} at a time, median of ${ROUNDS} rounds (Node ${process.version}); CPU of this process:`)
+  const width = Math.max(...variants.map((v) => v.name.length))
+  for (const variant of variants) {
+    const us = median(figures.get(variant.name)!)
+    console.log(`${variant.name.padEnd(width)}  ${us.toFixed(2).padStart(6)} µs/request  ${(us - off >= 0 ? "+" : "") + (us - off).toFixed(2)} µs`)
+  }
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  await receiver.kill()
+}

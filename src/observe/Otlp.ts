@@ -1,0 +1,20 @@
+// The OTLP/HTTP JSON exporter of traces, shared by Pinboard (observe/Tracing.ts) and the worker
+// library (worker/Tracing.ts): @effect/opentelemetry's OtlpTracer over fetch. It batches spans
+// (every 5 s, or at 1,000) and sends what is left when its scope closes. Imports no Pinboard service.
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
+import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import { Effect, Layer, type Scope, type Tracer } from "effect"
+
+/** Spans go to `<endpoint>/v1/traces`, as OTLP/HTTP's base-URL convention has it. */
+export const tracesUrl = (endpoint: string): string => `${endpoint.replace(/\/+$/, "")}/v1/traces`
+
+export interface OtlpResource {
+  readonly serviceName: string
+  readonly attributes?: Record<string, unknown>
+}
+
+export const makeOtlpTracer = (endpoint: string, resource: OtlpResource): Effect.Effect<Tracer.Tracer, never, Scope.Scope> =>
+  OtlpTracer.make({ url: tracesUrl(endpoint), resource }).pipe(
+    Effect.provide(Layer.merge(FetchHttpClient.layer, OtlpSerialization.layerJson))
+  )
