@@ -1,5 +1,5 @@
-// Raw request target -> namespace, id, rest, query (seed routing.md "Addressing",
-// proxy-a-request.md "Path parameters"; DESIGN 11 "Paths", "Namespace spelling").
+// Raw request target -> namespace, id, rest, query (docs/proxy.md
+// "Addressing").
 // On the hot path: one pass of index scans over the raw string, no regex, no split.
 import { Either } from "effect"
 import { IdBadCharacters, IdEmpty, IdTooLong, UnknownNamespace } from "./Errors.js"
@@ -22,7 +22,7 @@ export const MAX_NAMESPACE_NAME_LENGTH = 128
 
 /** Documentation and schemas; the parser itself uses the table below. */
 export const ID_PATTERN = /^[A-Za-z0-9._~-]{1,256}$/
-/** A namespace as spelled everywhere (DESIGN 3): with the leading slash. */
+/** A namespace as spelled everywhere (docs/protocol.md): with the leading slash. */
 export const NAMESPACE_PATTERN = /^\/[A-Za-z0-9._~-]{1,128}$/
 
 // 1 for each code unit of [A-Za-z0-9._~-]; everything else (including `%` and
@@ -40,7 +40,7 @@ const allUnreserved = (s: string, from: number, to: number): boolean => {
   return true
 }
 
-// Checks in the seed's order: empty, length, characters. Lengths count UTF-16
+// Checks in the order of docs/proxy.md "Check order": empty, length, characters. Lengths count UTF-16
 // code units; Node decodes req.url as latin1, so that is also the byte count.
 const idErrorAt = (s: string, from: number, to: number): IdError | undefined =>
   to === from

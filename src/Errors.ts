@@ -1,5 +1,5 @@
-// The catalogue: every response Pinboard writes itself (seed "Errors", routing.md
-// refusals, DESIGN 4 and 9). One class per row; `reply` is the exact response.
+// The catalogue: every response Pinboard writes itself (docs/errors.md,
+// docs/proxy.md, docs/protocol.md "Resolution", docs/registry-api.md). One class per row; `reply` is the exact response.
 import { Schema } from "effect"
 
 export const TEXT_PLAIN = "text/plain; charset=utf-8"
@@ -54,7 +54,7 @@ export class ConnectNotImplemented extends Schema.TaggedError<ConnectNotImplemen
   }
 }
 
-// --- Addressing (routing.md "Addressing") ---
+// --- Addressing (docs/proxy.md "Addressing") ---
 
 export class IdEmpty extends Schema.TaggedError<IdEmpty>()("IdEmpty", {}) {
   get reply(): Reply {
@@ -80,7 +80,7 @@ export class UnknownNamespace extends Schema.TaggedError<UnknownNamespace>()("Un
   }
 }
 
-// --- Resolution refusals (routing.md "Resolution", DESIGN 5) ---
+// --- Resolution refusals (docs/protocol.md "Resolution") ---
 
 export class RegistryColdStart extends Schema.TaggedError<RegistryColdStart>()("RegistryColdStart", {
   retryAfterMs: Schema.Number
@@ -104,7 +104,7 @@ export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>
   }
 }
 
-// --- Hostname-aware mode (routing.md "Hostname-aware mode", DESIGN 8) ---
+// --- Hostname-aware mode (docs/proxy.md "Hostname-aware mode") ---
 
 export class TakeoverInProgress extends Schema.TaggedError<TakeoverInProgress>()("TakeoverInProgress", {
   retryAfterMs: Schema.Number
@@ -131,7 +131,7 @@ export class HostnameBindingDisplaced extends Schema.TaggedError<HostnameBinding
   }
 }
 
-// --- Data-plane auth (seed "Authentication", DESIGN 6) ---
+// --- Data-plane auth (docs/config.md "Data-plane auth") ---
 
 export class InvalidCredential extends Schema.TaggedError<InvalidCredential>()("InvalidCredential", {}) {
   get reply(): Reply {
@@ -157,7 +157,7 @@ export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()("
   }
 }
 
-// --- Calls from an instance (DESIGN 7) ---
+// --- Calls from an instance (docs/config.md) ---
 
 export class InvalidAttestation extends Schema.TaggedError<InvalidAttestation>()("InvalidAttestation", {}) {
   get reply(): Reply {
@@ -183,7 +183,7 @@ export class DepthExceeded extends Schema.TaggedError<DepthExceeded>()("DepthExc
   }
 }
 
-// --- Forwarding (seed "Errors", "In-band refusal", "Limits"; DESIGN 9) ---
+// --- Forwarding (docs/errors.md, "In-band refusal", "Limits"; docs/proxy.md) ---
 
 /** `reason` says why, in the access log and the debug log: see proxy/GatewayFailure.ts. */
 export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", {
@@ -223,7 +223,7 @@ export class WorkerRefusedActivation extends Schema.TaggedError<WorkerRefusedAct
   }
 }
 
-// --- Registry API (DESIGN 4) ---
+// --- Registry API (docs/registry-api.md) ---
 
 export class InvalidDeploymentToken extends Schema.TaggedError<InvalidDeploymentToken>()(
   "InvalidDeploymentToken",
@@ -276,7 +276,7 @@ export class NotPlaced extends Schema.TaggedError<NotPlaced>()("NotPlaced", {}) 
   }
 }
 
-// --- Probes (DESIGN 9) ---
+// --- Probes (docs/proxy.md) ---
 
 export class NotReady extends Schema.TaggedError<NotReady>()("NotReady", { reason: Schema.String }) {
   get reply(): Reply {

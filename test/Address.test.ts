@@ -49,7 +49,7 @@ const queryArb = fc.oneof(
 )
 
 describe("parseAddress", () => {
-  it("splits the seed example", () => {
+  it("splits the example of docs/proxy.md", () => {
     expect(parsed("/threads/t_8f2a/stream?x=1")).toStrictEqual({
       namespace: "/threads",
       id: "t_8f2a",
@@ -182,7 +182,7 @@ describe("parseAddress", () => {
     expect(parsed(`/${"n".repeat(128)}/x`).namespace).toHaveLength(129)
   })
 
-  it("replies exactly as the seed's error table", () => {
+  it("replies exactly as docs/errors.md", () => {
     expect(rejected("/ns//x").reply).toStrictEqual({ status: 400, contentType: TEXT_PLAIN, body: "id must be non-empty" })
     expect(rejected(`/ns/${"a".repeat(257)}`).reply).toStrictEqual({
       status: 400,

@@ -60,7 +60,7 @@ const SHA = "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"
 const PEM = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString()
 
 describe("defaults", () => {
-  it.effect("every option has its DESIGN 2 default; only the token is needed", () =>
+  it.effect("every option has its docs/config.md default; only the token is needed", () =>
     Effect.gen(function*() {
       const config = yield* load(TOKEN)
       expect(plain(config)).toStrictEqual(DEFAULTS)
@@ -243,7 +243,7 @@ describe("structured options", () => {
       expect(takeoverOf(config)("preview")).toBe("wind_down")
     }))
 
-  it.effect("providers and namespaces of DESIGN 6", () =>
+  it.effect("providers and namespaces of docs/config.md 'Data-plane auth'", () =>
     Effect.gen(function*() {
       const config = yield* load(TOKEN, {
         providers: {

@@ -357,7 +357,7 @@ export const attestationInput = (rng: Rng, world: World): Input => {
     context: { method: "GET", path, upgrade: false },
     expect: expectHttp(labels, { method: "GET", url: path, ...(forged === undefined ? {} : { neverForwarded: [forged] }) }, (observation) => {
       if (verdict !== "valid") return undefined
-      // The forward carries depth + 1 and the caller (DESIGN 7).
+      // The forward carries depth + 1 and the caller (docs/config.md).
       const echo = JSON.parse(observation.responses[0]!.body.toString("utf8")) as { headers: Record<string, string> }
       const claims = decodePayload(echo.headers["pinboard-attestation"] ?? "")
       if (claims === undefined) return "Pinboard-Attestation does not decode"

@@ -149,8 +149,8 @@ export const idVerdict = (id: string): IdVerdict =>
   id === "" ? { error: "IdEmpty" } : id.length > 256 ? { error: "IdTooLong" } : UNRESERVED.test(id) ? {} : { error: "IdBadCharacters" }
 
 /**
- * The labels a well-formed, non-upgrade request to `/{namespace}/{id}...` may get, in the seed's
- * check order, without a Pinboard-Caller. `worker 200` for the echo.
+ * The labels a well-formed, non-upgrade request to `/{namespace}/{id}...` may get, in the check
+ * order of docs/proxy.md, without a Pinboard-Caller. `worker 200` for the echo.
  */
 export const expectedLabels = (namespace: string, id: string, credentials: Credentials): Array<string> => {
   const verdict = idVerdict(id)
@@ -220,7 +220,7 @@ export interface EchoCheck {
   readonly equal?: Readonly<Record<string, string>>
 }
 
-/** The worker's echo against what Pinboard must have forwarded (seed "Request headers"). */
+/** The worker's echo against what Pinboard must have forwarded (docs/proxy.md "Forwarding"). */
 export const checkEcho = (response: Response, check: EchoCheck): string | undefined => {
   const echo = echoOf(response)
   if (echo === undefined) return "the worker's 200 is not its echo"

@@ -344,7 +344,7 @@ export const headersInput = (rng: Rng, world: World): Input => {
       break
     }
     case "connection-list": {
-      // Every header named in Connection is hop-by-hop: stripped (seed "Request headers").
+      // Every header named in Connection is hop-by-hop: stripped (docs/proxy.md "Forwarding").
       const named = rng.pick(["x-secret", "pinboard-epoch", "x-forwarded-for", "cookie", "x-api-key", "content-type", "x-a, x-b", "X-Secret , ,x-other", "keep-alive"])
       headers.splice(headers.findIndex(([n]) => n === "Connection"), 1)
       headers.push(["Connection", `close, ${named}`])
@@ -418,7 +418,7 @@ export const headersInput = (rng: Rng, world: World): Input => {
 
 /**
  * The worker's own answer, shaped by the client (the fixture's /headers, /status, /redirect):
- * odd response headers and statuses, relayed under the seed's "Response" rules.
+ * odd response headers and statuses, relayed under the rules of docs/proxy.md "Forwarding".
  */
 const workerAnswerInput = (rng: Rng, world: World, variant: "worker-headers" | "worker-status" | "worker-redirect"): Input => {
   const id = pooledId(rng)

@@ -1,4 +1,4 @@
-// Generators of registry API inputs (DESIGN 4): every route, right and wrong methods, with and
+// Generators of registry API inputs (docs/registry-api.md): every route, right and wrong methods, with and
 // without the deployment token, and bodies from valid seeds mutated at the JSON level (missing,
 // extra, null and wrongly typed fields, edge lengths, huge numbers, deep nesting) and the byte
 // level (invalid UTF-8, truncation, BOM, 64 KiB+).
@@ -31,7 +31,7 @@ const fzNamespace = (rng: Rng): string => `/fz${rng.int(12)}`
 const advertiseUrl = (rng: Rng, world: World): string =>
   rng.chance(0.75) ? `http://127.0.0.1:${rng.pick(world.workerPorts)}` : rng.pick(["http://127.0.0.1:9", "http://127.0.0.1:1/base"])
 
-/** A valid body for the endpoint (DESIGN 4's shapes). */
+/** A valid body for the endpoint (docs/registry-api.md's shapes). */
 const seedBody = (rng: Rng, world: World, endpoint: Endpoint): Record<string, unknown> => {
   switch (endpoint) {
     case "register": {
@@ -79,7 +79,7 @@ const REQUIRED: Partial<Record<Endpoint, ReadonlyArray<string>>> = {
   tag: ["namespace", "id", "epoch", "tag"]
 }
 
-/** A value that the field's schema refuses (DESIGN 4 formats; `null` for optional fields too). */
+/** A value that the field's schema refuses (docs/registry-api.md formats; `null` for optional fields too). */
 const invalidValue = (rng: Rng, field: string): unknown => {
   const common = [null, true, [], {}, { a: 1 }]
   const byField: Record<string, ReadonlyArray<unknown>> = {
@@ -332,7 +332,7 @@ export const registryInput = (rng: Rng, world: World): Input => {
     }
   }
   if (body?.chunked === true) headers.push(["Transfer-Encoding", "chunked"])
-  // Without the right token nothing else is looked at (DESIGN 4).
+  // Without the right token nothing else is looked at (docs/registry-api.md).
   if (tokenKind !== "right") labels = tokenKind === "lowercase" ? undefined : ["InvalidDeploymentToken"]
   return {
     category: "registry",

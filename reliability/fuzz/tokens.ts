@@ -44,7 +44,7 @@ export interface Placed {
   readonly epoch: string
 }
 
-/** Pinboard-Caller claims (DESIGN 7) for a placed instance. */
+/** Pinboard-Caller claims (docs/config.md) for a placed instance. */
 export const callerClaims = (placed: Placed, overrides: Record<string, unknown> = {}): Record<string, unknown> => {
   const now = nowS()
   return {

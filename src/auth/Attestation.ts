@@ -1,4 +1,4 @@
-// `Pinboard-Attestation` (DESIGN 7): the HS256 JWS Pinboard adds to every forward, telling the
+// `Pinboard-Attestation` (docs/config.md): the HS256 JWS Pinboard adds to every forward, telling the
 // worker that the request came through Pinboard, for which placement, at what depth, and for
 // whom. Signed synchronously with the key derived once: the forward waits on nothing for it.
 // (jose's signers are asynchronous; tests verify these tokens with jose's jwtVerify.)
@@ -16,7 +16,7 @@ export interface AttestationClaims {
   readonly principal: { readonly subject: string | undefined; readonly scopes: ReadonlyArray<string> } | undefined
   /** `"<ns>/<id>"` of the calling instance, for calls from an instance. */
   readonly caller: string | undefined
-  /** Hostname-aware mode: the placement's env and the request's hostname (DESIGN 7). */
+  /** Hostname-aware mode: the placement's env and the request's hostname (docs/config.md). */
   readonly hostname?: { readonly env: string; readonly host: string } | undefined
 }
 

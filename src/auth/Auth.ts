@@ -1,5 +1,5 @@
 // The auth service: data-plane rules with their providers, the attestation signer and the
-// Pinboard-Caller verifier, all built once at start-up from the config (DESIGN 6, 7).
+// Pinboard-Caller verifier, all built once at start-up from the config (docs/config.md "Data-plane auth").
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"

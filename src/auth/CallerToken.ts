@@ -1,4 +1,4 @@
-// `Pinboard-Caller` (DESIGN 7): the HS256 JWS a worker mints for a call from one of its
+// `Pinboard-Caller` (docs/config.md): the HS256 JWS a worker mints for a call from one of its
 // instances. Verified with jose against the attestation key; the claims are then checked
 // for shape. Whether the caller is still placed there is the attestation step's registry check.
 import { errors, jwtVerify } from "jose"
@@ -11,7 +11,7 @@ export interface CallerClaims {
   readonly namespace: string
   readonly id: string
   readonly epoch: string
-  /** The caller's placement env (hostname-aware mode, DESIGN 7); "" when the token has none. */
+  /** The caller's placement env (hostname-aware mode, docs/config.md); "" when the token has none. */
   readonly env: string
   /** The depth of the request the caller is serving. */
   readonly depth: number
@@ -19,7 +19,7 @@ export interface CallerClaims {
 
 export type CallerTokenProblem = "invalid" | "expired"
 
-/** Clock skew allowed between a worker and Pinboard, as for credentials (DESIGN 6). */
+/** Clock skew allowed between a worker and Pinboard, as for credentials (docs/config.md "Data-plane auth"). */
 export const CALLER_CLOCK_TOLERANCE_S = 5
 
 const EPOCH = /^[0-9]{1,20}$/

@@ -1,4 +1,4 @@
-// A remote JWKS for a jwt provider (DESIGN 6, 11): fetched on first use with a time limit,
+// A remote JWKS for a jwt provider (docs/config.md "Providers"): fetched on first use with a time limit,
 // kept for JWKS_MAX_AGE_MS, refetched on an unknown `kid` at most once per
 // JWKS_REFETCH_COOLDOWN_MS. An outage fails closed: no keys, no accepted token. Times come
 // from Clock, so TestClock drives the cache; jose picks the key from the document.

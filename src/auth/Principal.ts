@@ -1,4 +1,4 @@
-/** Who a verified credential says the client is (DESIGN 6). */
+/** Who a verified credential says the client is (docs/config.md "Data-plane auth"). */
 export interface Principal {
   /** The token's `sub`, or the api key's `subject`; absent when a token has none. */
   readonly subject: string | undefined

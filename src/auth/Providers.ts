@@ -1,4 +1,4 @@
-// Credential providers (DESIGN 6, 11 "Providers"), built once from the config: `jwt` (remote
+// Credential providers (docs/config.md "Data-plane auth"), built once from the config: `jwt` (remote
 // JWKS, PEM public key or HMAC secret, verified by jose with issuer, audience and a 5 s clock
 // tolerance) and `apikey` (SHA-256 of the presented key, compared in constant time).
 // A provider answers the principal, or nothing when it does not accept the credential.

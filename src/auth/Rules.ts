@@ -1,4 +1,4 @@
-// Data-plane rules (DESIGN 6), compiled once from the config, and the pure decisions over
+// Data-plane rules (docs/config.md "Data-plane auth"), compiled once from the config, and the pure decisions over
 // them: which rule applies, where the credential is, whether scopes and callers are admitted.
 import type { IncomingHttpHeaders } from "node:http"
 import type { NamespaceRule } from "../Config.js"

@@ -1,5 +1,5 @@
 // The data-plane auth sections of the configuration: `providers` and `namespaces`
-// (DESIGN 6, and 11 "Providers"). Shapes only; cross-references are checked in Schema.ts.
+// (docs/config.md "Data-plane auth", and 11 "Providers"). Shapes only; cross-references are checked in Schema.ts.
 import { createPublicKey } from "node:crypto"
 import { Schema } from "effect"
 import { CookieName, expected, expectedShape, HeaderName, NonEmptyString } from "./Fields.js"
@@ -42,7 +42,7 @@ const JwtFields = Schema.Struct({
   type: Schema.Literal("jwt"),
   jwksUrl: Schema.optionalWith(Schema.String.pipe(Schema.filter(isHttpUrl, expected("an http: or https: URL"))), exact),
   publicKey: Schema.optionalWith(Schema.String.pipe(Schema.filter(isSpkiPem, expected("a PEM (SPKI) public key"))), exact),
-  /** Used as its UTF-8 bytes (DESIGN 11). */
+  /** Used as its UTF-8 bytes (docs/config.md "Providers"). */
   secret: Schema.optionalWith(Schema.Redacted(NonEmptyString), exact),
   issuer: Schema.optionalWith(NonEmptyString, exact),
   audience: Schema.optionalWith(
@@ -51,7 +51,7 @@ const JwtFields = Schema.Struct({
     ),
     exact
   ),
-  /** Defaults (DESIGN 11): HS256 for `secret`, RS256 for `publicKey`, the JWKS keys' own `alg`. */
+  /** Defaults (docs/config.md "Providers"): HS256 for `secret`, RS256 for `publicKey`, the JWKS keys' own `alg`. */
   algorithms: Schema.optionalWith(nonEmptyList(JwsAlgorithm, "a non-empty list of JWS algorithms"), exact)
 }).annotations(expectedShape("an object"))
 
@@ -97,7 +97,7 @@ export type ProviderConfig = typeof Provider.Type
 export type JwtProviderConfig = typeof JwtProvider.Type
 export type ApiKeyProviderConfig = typeof ApiKeyProvider.Type
 
-/** `/` + `[A-Za-z0-9._~-]{1,128}` (DESIGN 4), or `*` for every namespace. */
+/** `/` + `[A-Za-z0-9._~-]{1,128}` (docs/registry-api.md), or `*` for every namespace. */
 const NamespaceOrAll = Schema.String.pipe(
   Schema.filter((s) => s === "*" || /^\/[A-Za-z0-9._~-]{1,128}$/.test(s), expected(`"*" or a namespace like "/threads"`))
 )
@@ -112,7 +112,7 @@ export const NamespaceRule = Schema.Struct({
   auth: Schema.Literal("none", "optional", "required").annotations(expected(`"none", "optional" or "required"`)),
   /** Names of `providers`, tried in this order. */
   providers: Schema.optionalWith(Schema.Array(NonEmptyString), exact),
-  /** Every one must be in the principal's scopes; not applied to attested calls (DESIGN 11). */
+  /** Every one must be in the principal's scopes; not applied to attested calls (docs/config.md). */
   scopes: Schema.optionalWith(Schema.Array(NonEmptyString), exact),
   /** Namespaces whose instances may call; `*` for all; absent: any attested instance. */
   callers: Schema.optionalWith(Schema.Array(NamespaceOrAll), exact),

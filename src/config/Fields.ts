@@ -1,4 +1,4 @@
-// Field schemas of the configuration (DESIGN 2). Each carries the "expected …"
+// Field schemas of the configuration (docs/config.md). Each carries the "expected …"
 // half of its error message; the loader prefixes the field and appends what it got.
 import { ParseResult, Schema } from "effect"
 
@@ -74,7 +74,7 @@ export const RedisCluster = Schema.Array(HostPort).pipe(
   Schema.filter((a) => a.length > 0, expectedShape("a non-empty list of host:port"))
 )
 
-// Every Redis key carries the hash tag `{<prefix>:<bucket>}` (DESIGN 3); a brace would break it.
+// Every Redis key carries the hash tag `{<prefix>:<bucket>}` (docs/protocol.md); a brace would break it.
 export const RedisPrefix = Schema.String.pipe(
   Schema.filter((s) => s.length > 0 && !/[{}]/.test(s), expected("a non-empty string without { or }"))
 )

@@ -1,4 +1,4 @@
-// The whole configuration as one Schema (DESIGN 2): the JSON file's shape on the
+// The whole configuration as one Schema (docs/config.md): the JSON file's shape on the
 // encoded side (environment values are merged into it first), PinboardConfig on
 // the decoded side, defaults filled in.
 import { Option, Schema } from "effect"

@@ -1,4 +1,4 @@
-// The attestation key (DESIGN 7): HMAC-SHA256 key = HKDF-SHA256(deployment token, salt "",
+// The attestation key (docs/config.md): HMAC-SHA256 key = HKDF-SHA256(deployment token, salt "",
 // info "pinboard attestation v1", 32 bytes). Pinboard and workers derive it alike; Pinboard
 // derives it once at start-up.
 import { hkdfSync } from "node:crypto"

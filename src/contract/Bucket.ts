@@ -1,4 +1,4 @@
-// The bucket of an id (DESIGN 3): the first 4 bytes of sha1(env "\n" namespace "\n" id),
+// The bucket of an id (docs/protocol.md): the first 4 bytes of sha1(env "\n" namespace "\n" id),
 // unsigned big-endian, mod the number of buckets. Kept for the ids seen recently, so that a
 // request for an id in use costs a map lookup, not a hash.
 import { hash } from "node:crypto"

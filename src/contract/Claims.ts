@@ -1,4 +1,4 @@
-// The two tokens Pinboard and its workers exchange (docs/worker.md, DESIGN 7), as their JWT
+// The two tokens Pinboard and its workers exchange (docs/worker.md, docs/config.md), as their JWT
 // payloads: HS256 over the attestation key (AttestationKey.ts), whole seconds.
 
 /** Who signs `Pinboard-Attestation` and who a `Pinboard-Caller` token is for. */

@@ -1,4 +1,4 @@
-// Placement epochs (DESIGN 10, 11): decimal strings of any size without leading zeros,
+// Placement epochs (docs/worker.md "Durable state: fencing by epoch"): decimal strings of any size without leading zeros,
 // e.g. "0", "17", "18446744073709551617". They pass 2^53, so they are never parsed into
 // numbers: the longer string is the larger epoch, and equal lengths compare lexically.
 

@@ -1,4 +1,4 @@
-// Upgrade failures (seed "WebSockets", DESIGN 11): a bare status line, no body and no
+// Upgrade failures (docs/proxy.md "WebSockets"): a bare status line, no body and no
 // CORS headers; only `Retry-After` (503) and `connection: close`. A 500 destroys the socket.
 import type { Duplex } from "node:stream"
 import { statusLine } from "../contract/StatusLine.js"

@@ -1,4 +1,4 @@
-// Reads a small request body with a hard cap (the registry API's 64 KiB, DESIGN 4).
+// Reads a small request body with a hard cap (the registry API's 64 KiB, docs/registry-api.md).
 import type { IncomingMessage } from "node:http"
 import { Effect } from "effect"
 import { BodyTooLarge, InvalidRequest } from "../Errors.js"

@@ -1,4 +1,4 @@
-// The deployment token check of the registry API (DESIGN 4), in constant time.
+// The deployment token check of the registry API (docs/registry-api.md), in constant time.
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Redacted } from "effect"
 import type { PinboardConfig } from "../Config.js"

@@ -1,4 +1,4 @@
-// `/healthz` and `/readyz` (DESIGN 9).
+// `/healthz` and `/readyz` (docs/proxy.md).
 import { Effect } from "effect"
 import { NotReady } from "../Errors.js"
 import { Registry } from "../registry/Registry.js"

@@ -1,4 +1,4 @@
-// The registry HTTP API (DESIGN 4): deployment token, routes, bodies, answers.
+// The registry HTTP API (docs/registry-api.md): deployment token, routes, bodies, answers.
 import type { IncomingMessage } from "node:http"
 import { Effect, type Schema } from "effect"
 import { AppConfig } from "../AppConfig.js"

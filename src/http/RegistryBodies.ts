@@ -1,4 +1,4 @@
-// The registry API's request bodies and path parameters (DESIGN 4), as Schemas whose
+// The registry API's request bodies and path parameters (docs/registry-api.md), as Schemas whose
 // failures name the field and what was expected.
 import { Either, ParseResult, Schema } from "effect"
 import { isValidId, isValidNamespace } from "../Address.js"
@@ -10,7 +10,7 @@ const expected = (what: string) => ({ message: () => ({ message: `expected ${wha
 export const WorkerId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{1,128}$/)).annotations(
   expected("1-128 characters of [A-Za-z0-9._~-]")
 )
-// The same rules as request paths (routing.md "Addressing").
+// The same rules as request paths (docs/proxy.md "Addressing").
 export const Namespace = Schema.String.pipe(Schema.filter(isValidNamespace)).annotations(
   expected('"/" followed by 1-128 characters of [A-Za-z0-9._~-]')
 )
@@ -58,7 +58,7 @@ export const Hostname = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.-]{1,253}
   expected("a hostname: 1-253 characters of [A-Za-z0-9.-], without a port")
 )
 
-/** Hostname-aware mode: a namespace served for one hostname, in one env (DESIGN 4, 8). */
+/** Hostname-aware mode: a namespace served for one hostname, in one env (docs/registry-api.md, docs/proxy.md "Hostname-aware mode"). */
 export const HostnameRegistration = Schema.Struct({ namespace: Namespace, hostname: Hostname, env: Env }).annotations({
   message: () => 'expected an object {"namespace","hostname","env"}'
 })

@@ -1,5 +1,5 @@
 // The node:http server: probes, the registry API, instance requests and upgrades;
-// graceful shutdown (DESIGN 9).
+// graceful shutdown (docs/proxy.md).
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Cause, Context, Effect, Layer, Option, Runtime } from "effect"
@@ -94,7 +94,7 @@ export const respond = <E extends CatalogueError, R>(
   note?: ExchangeNote
 ) => answering(handler, (reply) => writeReply(req, res, reply), note)
 
-/** Upgrades answer failures with a bare status line (seed "WebSockets"). */
+/** Upgrades answer failures with a bare status line (docs/proxy.md "WebSockets"). */
 export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
   answering(handler, (reply) => writeBareStatus(socket, reply), note)
 
@@ -166,7 +166,7 @@ const serve = Effect.gen(function* () {
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
   const inFlight = makeInFlight()
 
-  // requireHostHeader: a missing Host must reach Pinboard's own check (DESIGN 11).
+  // requireHostHeader: a missing Host must reach Pinboard's own check (docs/proxy.md "What every client gets").
   const server = http.createServer({ requireHostHeader: false }, (req, res) => {
     inFlight.track(res)
     // While shutting down, no connection is kept for another request.
@@ -188,7 +188,7 @@ const serve = Effect.gen(function* () {
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
   yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
 
-  // SIGTERM (DESIGN 9): /readyz turns 503, the listener stops accepting, in-flight
+  // SIGTERM (docs/proxy.md): /readyz turns 503, the listener stops accepting, in-flight
   // exchanges get shutdown.graceMs to finish, then whatever is left is closed, tunnels too.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {

@@ -1,4 +1,4 @@
-// The two registry answers `pinboard inspect` reads (DESIGN 4, docs/registry-api.md):
+// The two registry answers `pinboard inspect` reads (docs/registry-api.md):
 // `GET /registry/workers` and `GET /registry/placements/{namespace}/{id}`, as Schemas, so a
 // Pinboard that answers something else is reported rather than misread.
 import { Schema } from "effect"
@@ -44,7 +44,7 @@ export type PlacementAnswer = typeof PlacementAnswer.Type
 
 /**
  * Whether a listed worker serves `namespace` in `env` (a plain string entry is env ""), and when
- * `hostname` is given, for that hostname (hostname-aware mode's candidates, DESIGN 8).
+ * `hostname` is given, for that hostname (hostname-aware mode's candidates, docs/proxy.md "Hostname-aware mode").
  */
 export const servesNamespace = (worker: ListedWorker, env: string, namespace: string, hostname?: string): boolean =>
   worker.namespaces.some((entry) =>

@@ -1,4 +1,4 @@
-// The registry API as `pinboard inspect` reads it (DESIGN 4): two GETs with the deployment
+// The registry API as `pinboard inspect` reads it (docs/registry-api.md): two GETs with the deployment
 // token, the workers' one page by page. Every failure is typed, so that the command can print
 // it and exit 1.
 import http from "node:http"
@@ -113,7 +113,7 @@ export const getPlacement = Effect.fn("Inspect.getPlacement")(function*(
   target: RegistryTarget,
   key: { readonly env: string; readonly namespace: string; readonly id: string }
 ) {
-  // DESIGN 11: the placements URL drops the namespace's "/".
+  // docs/registry-api.md: the placements URL drops the namespace's "/".
   // Namespaces, ids and envs are made of URL-safe characters: no escaping needed.
   const path = `/registry/placements/${key.namespace.slice(1)}/${key.id}${key.env === "" ? "" : `?env=${key.env}`}`
   const url = `${target.pinboard}${path}`

@@ -1,4 +1,4 @@
-// What a resolve of one id would do now (DESIGN 5 steps 2, 5 and 6), worked out from what the
+// What a resolve of one id would do now (docs/protocol.md "Resolution" steps 2, 5 and 6), worked out from what the
 // registry API shows: the id's placement row and the membership of GET /registry/workers.
 // Plain data in, plain data out; the choice itself is src/registry/Placement.ts's.
 import { minLeaseLeftMs } from "../registry/Domain.js"
@@ -21,7 +21,7 @@ export interface ExplainInput {
   readonly caller: string | undefined
 }
 
-/** Why a worker of the namespace is not a candidate (DESIGN 5 step 5). */
+/** Why a worker of the namespace is not a candidate (docs/protocol.md "Resolution" step 5). */
 export type Exclusion = "lapsed" | "lease-short" | "draining" | "degraded"
 
 export interface WorkerVerdict {
@@ -80,7 +80,7 @@ export const exclusionsOf = (worker: ListedWorker, now: number, leaseMs: number)
   if (leaseLeft <= 0) exclusions.push("lapsed")
   else if (leaseLeft < minLeaseLeftMs(leaseMs)) exclusions.push("lease-short")
   if (worker.draining) exclusions.push("draining")
-  // The listing's `degraded` already includes nack-degraded (DESIGN 11).
+  // The listing's `degraded` already includes nack-degraded (docs/registry-api.md "Nack window").
   if (worker.degraded) exclusions.push("degraded")
   return exclusions
 }

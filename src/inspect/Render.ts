@@ -21,7 +21,7 @@ export interface IdReport {
   readonly bucket: number
   readonly buckets: number
   readonly placement: PlacementAnswer | undefined
-  /** What Pinboard hashes for rendezvous (DESIGN 2 `affinity.key`). */
+  /** What Pinboard hashes for rendezvous (docs/config.md `affinity.key`). */
   readonly affinityKey: AffinityKey
   /** Whether --affinity was given; "" is used otherwise. */
   readonly affinityGiven: boolean

@@ -23,7 +23,7 @@ export type ResolveOutcome =
 
 /** Live values read when scraped, from the parts that keep them. */
 export interface Gauges {
-  /** Forwards awaiting headers, per worker (DESIGN 9's inflight cap). */
+  /** Forwards awaiting headers, per worker (docs/proxy.md's inflight cap). */
   readonly inflight: () => Iterable<readonly [string, number]>
   readonly tunnels: () => number
 }
@@ -111,7 +111,7 @@ export const makeMetrics = (): MetricsService => {
   })
   const placements = new Counter({
     name: "pinboard_placements_total",
-    help: "New placements, by namespace; kind re_placed: after the worker refused (the seed's in-band refusal).",
+    help: "New placements, by namespace; kind re_placed: after the worker refused the activation (503 with Pinned-Refusal).",
     labelNames: ["namespace", "kind"] as const,
     registers: [registry]
   })

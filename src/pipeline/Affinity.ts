@@ -1,4 +1,4 @@
-// The affinity value that rendezvous placement hashes (DESIGN 2 `affinity.key`, DESIGN 5).
+// The affinity value that rendezvous placement hashes (docs/config.md `affinity.key`, docs/protocol.md "Resolution").
 import type { IncomingMessage } from "node:http"
 import type { AffinityKey } from "../Config.js"
 import { cookieValue } from "../contract/Cookie.js"

@@ -1,5 +1,5 @@
-// Resolve, inflight cap and forward, with the retries of routing.md "Retries Pinboard makes"
-// and the seed's "In-band refusal", applied as the Schedules of Policies.ts. The same for HTTP
+// Resolve, inflight cap and forward, with the retries of docs/proxy.md "Retries"
+// and the in-band refusal (docs/proxy.md "Retries"), applied as the Schedules of Policies.ts. The same for HTTP
 // and WebSocket upgrades: each brings a Transport that sends to a placement and, once the
 // worker's headers are in, finishes.
 import { Data, Effect } from "effect"

@@ -1,4 +1,4 @@
-// An instance request in the seed's check order (proxy-a-request.md "Check order"):
+// An instance request in the check order of docs/proxy.md (docs/proxy.md "Check order"):
 //   id, attestation, depth, data-plane rule, hostname binding, caller scope,
 //   resolve, inflight cap, forward.
 // The first six admit the request; Deliver.ts runs the last three with their retries, over
@@ -45,7 +45,7 @@ type AdmitError = AddressError | AttestationError | DepthExceeded | RuleError | 
 
 export type InstanceError = AdmitError | DeliverError
 
-/** The first six steps, in the seed's order; `note` learns the namespace and id. */
+/** The first six steps, in the order of docs/proxy.md "Check order"; `note` learns the namespace and id. */
 const admit = (
   auth: AuthService,
   registry: RegistryService,

@@ -1,5 +1,5 @@
-// The request path's retries as values (routing.md "Retries Pinboard makes"; the seed's
-// "In-band refusal"): two Schedules, applied with `Effect.retry`'s semantics in Deliver.ts.
+// The request path's retries as values (docs/proxy.md
+// "Retries"): two Schedules, applied with `Effect.retry`'s semantics in Deliver.ts.
 // The fixed limits are named where they apply: a forward's in proxy/Limits.ts, a Redis
 // call's in registry/RedisConnection.ts, the instance call depth in steps/Depth.ts.
 //

@@ -1,4 +1,4 @@
-// Timers for the forward's limits (seed "Limits"; proxy/Limits.ts) at the cost of a
+// Timers for the forward's limits (docs/proxy.md "Limits"; proxy/Limits.ts) at the cost of a
 // list append: the hot path cannot afford a fiber race per request (`Effect.timeout` costs
 // 43 to 47 µs a request, a timer here 1 to 3 µs: `npm run bench:effect`, docs/proxy.md).
 // Every duration has one list, in expiry order because every timer on it runs for the same

@@ -1,5 +1,5 @@
 // What Forward.ts and Tunnel.ts share: one exchange with a worker as an undici handler that
-// moves through phases under the seed's limits, and an Effect that waits for the worker's
+// moves through phases under the limits of docs/proxy.md, and an Effect that waits for the worker's
 // headers (or says why there are none). The limits run on Deadlines, so a TestClock drives them.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { Clock, Effect } from "effect"
@@ -59,7 +59,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   stale = false
   /** The limit that ended the exchange, if one did. */
   expired: Limit | undefined = undefined
-  /** The worker answered with the seed's in-band refusal; its answer goes no further. */
+  /** The worker answered with the in-band refusal (docs/proxy.md "Retries"); its answer goes no further. */
   refused = false
   protected controller: Dispatcher.DispatchController | undefined
   /** One timer for the limit that currently applies. */
@@ -200,7 +200,7 @@ export type SendError = ConnectFailed | StaleResolve | Refused | UpstreamTimeout
 
 /**
  * Waits for the worker's headers (a refusal fails as such), or says why there are none: a failure before the
- * request went out is a connect failure (seed "Limits": connect 5 s; header wait). Succeeds with the exchange.
+ * request went out is a connect failure (docs/proxy.md "Limits": connect 5 s; header wait). Succeeds with the exchange.
  */
 export const awaitHeaders = <X extends Exchange>(exchange: X, clientGone: () => boolean): Effect.Effect<X, SendError> =>
   Effect.async<X, SendError>((resume) => exchange.whenHeadersOrFailed(() => resume(headersOutcome(exchange, clientGone))))

@@ -1,5 +1,5 @@
-// Streams one request to its worker and the response back (seed "Request body", "Response",
-// "Limits"). `sendRequest` dispatches and waits for the worker's headers, which it relays;
+// Streams one request to its worker and the response back (docs/proxy.md
+// "Forwarding", "Limits"). `sendRequest` dispatches and waits for the worker's headers, which it relays;
 // there the request's fiber ends (the inflight cap covers only that wait), and the exchange
 // streams the body to the client by itself, under the body-idle limit.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"

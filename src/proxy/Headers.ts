@@ -1,4 +1,4 @@
-// Request and response header rules (seed "Request headers" and "Response"), pure.
+// Request and response header rules (docs/proxy.md "Forwarding"), pure.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { ATTESTATION_HEADER, EPOCH_HEADER, isPinboardHeader, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract/Headers.js"
 import { TRACEPARENT_HEADER } from "../contract/TraceParent.js"
@@ -76,13 +76,13 @@ export const relayTrailers = (trailers: HeaderMap): OutgoingHttpHeaders | undefi
   return out
 }
 
-/** The seed's in-band refusal: `503` with `Pinned-Refusal: lease-unhealthy`. */
+/** The in-band refusal (docs/proxy.md "Retries"): `503` with `Pinned-Refusal: lease-unhealthy`. */
 export const isRefusal = (status: number, headers: HeaderMap): boolean =>
   // Stryker disable next-line StringLiteral: equivalent, an absent header read as any text but lease-unhealthy is no refusal
   status === 503 && String(headers[REFUSAL_HEADER] ?? "").trim().toLowerCase() === LEASE_UNHEALTHY
 
 /**
- * The seed's CORS rule, for worker responses and Pinboard's own alike: a request with an
+ * The CORS rule (docs/proxy.md "Forwarding"), for worker responses and Pinboard's own alike: a request with an
  * `Origin` whose response has no `Access-Control-Allow-Origin` gets it, and `Vary: origin`.
  */
 export const withCors = (headers: OutgoingHttpHeaders, origin: string | undefined): OutgoingHttpHeaders => {
@@ -93,6 +93,6 @@ export const withCors = (headers: OutgoingHttpHeaders, origin: string | undefine
   return headers
 }
 
-/** The observed peer; an IPv4-mapped IPv6 address is written as IPv4 (DESIGN 5). */
+/** The observed peer; an IPv4-mapped IPv6 address is written as IPv4 (docs/protocol.md "Resolution"). */
 export const peerAddress = (remote: string | undefined): string =>
   remote === undefined ? "" : remote.startsWith("::ffff:") && remote.includes(".") ? remote.slice(7) : remote

@@ -1,5 +1,5 @@
 // What a forward tells the delivery step besides a catalogue error: these never reach a
-// client as such; Deliver turns each into the retry or the catalogue row routing.md names.
+// client as such; Deliver turns each into the retry or the catalogue row docs/errors.md names.
 import { Data } from "effect"
 
 /** The TCP connection to the worker failed or timed out: nothing was sent. `reason`: GatewayFailure.ts. */

@@ -1,4 +1,4 @@
-// Where a forward goes (DESIGN 9): the worker's advertiseUrl origin, its path prefix, then
+// Where a forward goes (docs/proxy.md): the worker's advertiseUrl origin, its path prefix, then
 // the raw path and query byte for byte.
 import { formatAddress, type Address } from "../Address.js"
 

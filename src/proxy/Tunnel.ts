@@ -1,4 +1,4 @@
-// A WebSocket upgrade through to the worker (seed "WebSockets"): the worker's 101 relayed
+// A WebSocket upgrade through to the worker (docs/proxy.md "WebSockets"): the worker's 101 relayed
 // without `Pinboard-*` and `Pinned-Refusal`, then the two sockets piped, with TCP
 // keepalive as the tunnel's dead-peer detection. A non-101 answer has its status line
 // relayed, bare.

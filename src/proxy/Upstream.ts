@@ -1,5 +1,5 @@
 // The client Pinboard forwards with: one undici Agent, keep-alive pools per worker origin
-// (DESIGN 9). A Layer, so tests can put a dispatcher of their own in its place and drive
+// (docs/proxy.md). A Layer, so tests can put a dispatcher of their own in its place and drive
 // the timeouts of Forward.ts with a TestClock.
 import { Context, Effect, Layer } from "effect"
 import { Agent, type Dispatcher } from "undici"

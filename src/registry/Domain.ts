@@ -1,4 +1,4 @@
-// The registry's data (DESIGN 3 and 4): what a bucket holds and what its operations answer.
+// The registry's data (docs/protocol.md, docs/registry-api.md): what a bucket holds and what its operations answer.
 // Outside hostname-aware mode `env` and `hostname` are "".
 import type { Takeover } from "../Config.js"
 
@@ -22,11 +22,11 @@ export interface WorkerRegistration {
   readonly namespaces: ReadonlyArray<NamespaceRegistration>
   readonly headroom: number
   readonly draining: boolean
-  /** The registration epoch for hostname bindings (DESIGN 4); "0" when absent. */
+  /** The registration epoch for hostname bindings (docs/registry-api.md); "0" when absent. */
   readonly epoch?: string
 }
 
-/** What one bucket did with a registration: a hostname binding held by another env refuses it (DESIGN 8). */
+/** What one bucket did with a registration: a hostname binding held by another env refuses it (docs/proxy.md "Hostname-aware mode"). */
 export type RegisterOutcome = { readonly _tag: "Registered" } | { readonly _tag: "BindingConflict" }
 
 export interface WorkerHeartbeat {
@@ -71,7 +71,7 @@ export interface PlacementRow extends PlacementKey {
 export interface ResolveQuery extends PlacementKey {
   /** The request's hostname in hostname-aware mode; "" outside it. */
   readonly hostname: string
-  /** The env's takeover (DESIGN 8), for a placement held through another hostname; default wind_down. */
+  /** The env's takeover (docs/proxy.md "Hostname-aware mode"), for a placement held through another hostname; default wind_down. */
   readonly takeover?: Takeover
   readonly caller: string | undefined
   readonly affinity: string
@@ -85,7 +85,7 @@ export type ResolveOutcome =
   | { readonly _tag: "UnknownNamespace" }
   | { readonly _tag: "ColdStart"; readonly retryAfterMs: number }
   | { readonly _tag: "NoLiveBackends" }
-  // hostname-aware mode (DESIGN 5 steps 1 to 3)
+  // hostname-aware mode (docs/protocol.md "Resolution" steps 1 to 3)
   /** The (hostname, namespace) pair is bound to another env than the query's: resolve there. */
   | { readonly _tag: "Rebound"; readonly env: string }
   | { readonly _tag: "TakeoverInProgress"; readonly retryAfterMs: number }
@@ -134,5 +134,5 @@ export const nackDegraded = (record: NackWindow, now: number, policy: RegistryPo
 export const nacksInWindow = (record: NackWindow, now: number, policy: RegistryPolicy): number =>
   now < record.nackWindowStart + policy.nackWindowMs ? record.nackCount : 0
 
-/** Lease a worker must have left to take a new placement (routing.md "Resolution"). */
+/** Lease a worker must have left to take a new placement (docs/protocol.md "Resolution"). */
 export const minLeaseLeftMs = (leaseMs: number): number => Math.min(5000, leaseMs / 3)

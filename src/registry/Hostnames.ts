@@ -1,5 +1,5 @@
-// Hostname-aware mode's rules as pure decisions (DESIGN 8, routing.md "Hostname-aware mode",
-// DESIGN 5 steps 1 to 3 and 5): the (hostname, namespace) -> env bindings a registration sets
+// Hostname-aware mode's rules as pure decisions (docs/proxy.md "Hostname-aware mode",
+// docs/protocol.md "Resolution" steps 1 to 3 and 5): the (hostname, namespace) -> env bindings a registration sets
 // or is refused, what a resolve does with a placement held through another hostname, the
 // displacement wait, and the candidates of a request's hostname. The bucket model and the
 // Lua scripts both follow these; nothing here reads a clock or a store.
@@ -17,7 +17,7 @@ export interface Binding {
 /** Key of a binding: the hostname and the namespace. */
 export const bindingKey = (hostname: string, namespace: string): string => `${hostname}\n${namespace}`
 
-/** Epochs are decimal strings, compared as integers (DESIGN 3). */
+/** Epochs are decimal strings, compared as integers (docs/protocol.md). */
 const isHigher = (epoch: string, than: string): boolean => BigInt(epoch) > BigInt(than)
 
 export type BindingDecision =
@@ -25,7 +25,7 @@ export type BindingDecision =
   | { readonly _tag: "Bind"; readonly updates: ReadonlyMap<string, Binding> }
 
 /**
- * What a registration at `epoch` does to the bindings (DESIGN 8, 11 "Bindings"): the first
+ * What a registration at `epoch` does to the bindings (docs/proxy.md "Hostname-aware mode"): the first
  * registration of a pair binds it; one naming the bound env is accepted whatever its epoch
  * (a higher epoch is kept); one naming another env rebinds the pair only with a higher epoch,
  * and new ids of the pair then wait one lease. Otherwise the whole registration is refused
@@ -56,7 +56,7 @@ export const decideBindings = (
   return { _tag: "Bind", updates }
 }
 
-/** What the resolve of an id does with its live placement, by the hostnames involved (DESIGN 5 step 2). */
+/** What the resolve of an id does with its live placement, by the hostnames involved (docs/protocol.md "Resolution" step 2). */
 export type HeldDecision =
   | { readonly _tag: "Forward" }
   | { readonly _tag: "Deny" }
@@ -65,8 +65,8 @@ export type HeldDecision =
 
 /**
  * A live placement reached through a hostname its owner is registered for is forwarded (during a
- * wind-down too, until the deadline: DESIGN 11 "Hostname claims"); through another hostname of
- * the env, the env's takeover decides. (With one hostname per worker and namespace, as DESIGN
+ * wind-down too, until the deadline: docs/proxy.md "Hostname-aware mode"); through another hostname of
+ * the env, the env's takeover decides. (With one hostname per worker and namespace, as docs/registry-api.md
  * has it, the owner's hostname is the one the row was placed through; a worker registered for
  * several keeps its placements whichever of them a request comes through.)
  */
@@ -82,10 +82,10 @@ export const decideHeld = (
   return { _tag: "WindingDown", deadline: row.windDownAt !== 0 ? row.windDownAt : now + leaseMs }
 }
 
-/** How long new ids of the pair still wait after a rebinding (DESIGN 5 step 3); 0: not at all. */
+/** How long new ids of the pair still wait after a rebinding (docs/protocol.md "Resolution" step 3); 0: not at all. */
 export const displacementLeftMs = (binding: Binding, now: number): number => Math.max(0, binding.displacedUntil - now)
 
-/** Whether a worker's registration makes it a candidate for a request through `hostname` (DESIGN 8). */
+/** Whether a worker's registration makes it a candidate for a request through `hostname` (docs/proxy.md "Hostname-aware mode"). */
 export const servesHostname = (
   registrations: ReadonlyArray<NamespaceRegistration>,
   env: string,

@@ -1,5 +1,5 @@
 // A membership view (docs/protocol.md "Cost at scale"): one bucket's worker records as Pinboard
-// last read them, kept current from the bucket's change log, so that the ranking of DESIGN 5
+// last read them, kept current from the bucket's change log, so that the ranking of docs/protocol.md "Resolution"
 // steps 5 and 6 runs here and the resolve script only checks the proposal. Plain data and pure
 // functions; reading Redis is RedisView.ts's.
 import { hash } from "node:crypto"

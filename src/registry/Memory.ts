@@ -1,4 +1,4 @@
-// The embedded registry: the reference model held in process memory (DESIGN 1).
+// The embedded registry: the reference model held in process memory (docs/deploy.md).
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"

@@ -1,4 +1,4 @@
-// The reference semantics of one bucket (DESIGN 3 to 5): deterministic, no I/O, no clock,
+// The reference semantics of one bucket (docs/protocol.md to 5): deterministic, no I/O, no clock,
 // no randomness; `now` and the random numbers are arguments. The embedded registry runs
 // it directly; the Lua scripts implement the same operations on Redis.
 import {
@@ -35,7 +35,7 @@ export interface BucketState {
   readonly members: Map<string, Set<string>>
   readonly rows: Map<string, PlacementRow>
   readonly rowsByWorker: Map<string, Set<string>>
-  /** bindingKey(hostname, namespace) -> its env (hostname-aware mode, DESIGN 8). */
+  /** bindingKey(hostname, namespace) -> its env (hostname-aware mode, docs/proxy.md "Hostname-aware mode"). */
   readonly bindings: Map<string, Binding>
 }
 
@@ -50,7 +50,7 @@ export const emptyBucket = (): BucketState => ({
   bindings: new Map()
 })
 
-/** A bucket's first use starts its cold start and seeds its epoch counter (DESIGN 3). */
+/** A bucket's first use starts its cold start and seeds its epoch counter (docs/protocol.md). */
 const touch = (state: BucketState, now: number): void => {
   if (state.coldSince === undefined) state.coldSince = now
   if (state.epoch === undefined) state.epoch = BigInt(now) * 1_000_000n
@@ -170,7 +170,7 @@ export const deregister = (state: BucketState, worker: string, incarnation: stri
   if (record !== undefined && record.incarnation === incarnation) removeWorker(state, record)
 }
 
-/** Counts a refusal in the worker's fixed nack window (DESIGN 4 "Degraded"). */
+/** Counts a refusal in the worker's fixed nack window (docs/registry-api.md). */
 export const nack = (state: BucketState, now: number, worker: string, policy: RegistryPolicy): void => {
   const record = state.workers.get(worker)
   if (record === undefined) return
@@ -182,7 +182,7 @@ export const nack = (state: BucketState, now: number, worker: string, policy: Re
   })
 }
 
-/** Removes lapsed workers with their rows and rows past their wind-down deadline (DESIGN 3). */
+/** Removes lapsed workers with their rows and rows past their wind-down deadline (docs/protocol.md). */
 export const sweep = (state: BucketState, now: number): void => {
   for (const record of [...state.workers.values()]) {
     if (record.leaseExpiresAt <= now) removeWorker(state, record)
@@ -269,7 +269,7 @@ export const resolve = (
   return { _tag: "Placed", worker: chosen, advertiseUrl: owner.advertiseUrl, epoch: row.epoch, isNew: true }
 }
 
-/** Compare-and-delete at the given epoch (routing.md "Placement epoch"). */
+/** Compare-and-delete at the given epoch (docs/proxy.md "Addressing"). */
 export const release = (state: BucketState, now: number, key: PlacementKey, epoch: string): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))

@@ -1,4 +1,4 @@
-// Placement policy (DESIGN 5, steps 5 and 6) as plain functions. The Lua resolve script
+// Placement policy (docs/protocol.md "Resolution", steps 5 and 6) as plain functions. The Lua resolve script
 // implements the same rules; the model-based test holds the two to each other.
 import { hash } from "node:crypto"
 import { minLeaseLeftMs, nackDegraded, type RegistryPolicy, type WorkerRecord } from "./Domain.js"

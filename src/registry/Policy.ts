@@ -1,4 +1,4 @@
-// The registry's policy from the configuration (DESIGN 2 and 5): lease, balance factor, nacks;
+// The registry's policy from the configuration (docs/config.md, docs/protocol.md "Resolution"): lease, balance factor, nacks;
 // and the shape of each env's takeover in hostname-aware mode (Config.ts `takeoverOf`).
 import type { PinboardConfig, Takeover } from "../Config.js"
 import type { RegistryPolicy } from "./Domain.js"
@@ -10,5 +10,5 @@ export const policyOf = (config: PinboardConfig): RegistryPolicy => ({
   nackWindowMs: config.nack.windowMs
 })
 
-/** Each env's takeover in hostname-aware mode (DESIGN 8, `envs.<env>.takeover`). */
+/** Each env's takeover in hostname-aware mode (docs/proxy.md "Hostname-aware mode", `envs.<env>.takeover`). */
 export type TakeoverOf = (env: string) => Takeover

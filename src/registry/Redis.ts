@@ -1,4 +1,4 @@
-// The registry on Redis (DESIGN 3): one Lua script per operation, every script on one
+// The registry on Redis (docs/protocol.md): one Lua script per operation, every script on one
 // bucket. ioredis loads each script once per connection and then calls it by sha
 // (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out goes as one pipeline per shard
 // (one in all on a single server) and reports bucket by bucket, so a dead shard fails only
@@ -109,7 +109,7 @@ export const makeRedisBackend = (
   const placingKey = (bucket: number, key: PlacementKey) => `${bucket}\n${rowKey(key)}`
 
   /**
-   * DESIGN 5 with the ranking in Pinboard: the first call serves a placed id as before; a new one
+   * docs/protocol.md "Resolution" with the ranking in Pinboard: the first call serves a placed id as before; a new one
    * comes back with what the bucket's view lacks, the view proposes, the script checks the
    * proposal at `now`; a refused proposal is ranked once more from the refreshed view.
    */

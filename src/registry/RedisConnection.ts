@@ -1,4 +1,4 @@
-// The connection to Redis (DESIGN 3): one server or a Cluster, options that make every failure
+// The connection to Redis (docs/protocol.md): one server or a Cluster, options that make every failure
 // fast, and the Lua scripts defined once per client, each called by sha as `pinboard_<name>`.
 import { readFileSync } from "node:fs"
 import { Effect } from "effect"

@@ -1,4 +1,4 @@
-// The registry service (DESIGN 4 and 5): bucket hashing, `now` from Clock and the two
+// The registry service (docs/registry-api.md, docs/protocol.md "Resolution"): bucket hashing, `now` from Clock and the two
 // random numbers from Random around a backend (the embedded one of Memory.ts or Redis.ts's),
 // and the sweep that runs beside it.
 import { Context, Duration, Effect, Layer, Random, Schedule } from "effect"
@@ -117,7 +117,7 @@ export interface RegistryService {
   readonly workersPage: (after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
   /** How many placements each of `workers` holds, over every bucket reached (the fleet page). */
   readonly placementsHeld: (workers: ReadonlyArray<string>) => Op<PlacementsHeld>
-  /** Ends placements and forgets workers that are gone (DESIGN 3 "Bounded memory"). */
+  /** Ends placements and forgets workers that are gone (docs/protocol.md). */
   readonly sweep: Op<void>
   /** Local clock minus the registry's clock, for `/readyz`. */
   readonly clockSkewMs: Op<number>
@@ -221,7 +221,7 @@ const allWorkers = (backend: RegistryBackend, at: number): Effect.Effect<Readonl
   )
   .pipe(Effect.map((state) => state.workers))
 
-/** Why a resolve places nothing: the catalogue errors of routing.md "Resolution" and DESIGN 5. */
+/** Why a resolve places nothing: the catalogue errors of docs/protocol.md "Resolution". */
 export type ResolveRefusal =
   | UnknownNamespace
   | RegistryColdStart

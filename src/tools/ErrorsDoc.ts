@@ -1,4 +1,4 @@
-// Renders docs/errors.md from the catalogue in Errors.ts (DESIGN 9).
+// Renders docs/errors.md from the catalogue in Errors.ts (docs/proxy.md).
 import { catalogue, internalError, retryAfterSeconds, type Reply } from "../Errors.js"
 import { metricsListenerAnswers, type ListenerAnswer } from "../http/MetricsServer.js"
 

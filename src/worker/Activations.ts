@@ -1,4 +1,4 @@
-// The worker's activations (DESIGN 10): one live activation per id, made on the first request
+// The worker's activations (docs/worker.md): one live activation per id, made on the first request
 // Pinboard sends for it, replaced when a request arrives with a newer epoch, evicted (and its
 // placement released at its epoch) after an idle spell, wound down when Pinboard asks, and
 // dropped all at once when the lease can no longer be trusted. Requests, open WebSockets and

@@ -1,4 +1,4 @@
-// The worker's side of `Pinboard-Attestation` (DESIGN 7): verified with jose against the key
+// The worker's side of `Pinboard-Attestation` (docs/config.md): verified with jose against the key
 // derived from the deployment token, for this worker (`aud`). Anything else did not come
 // through Pinboard.
 import { jwtVerify } from "jose"

@@ -1,9 +1,9 @@
-// Calls from an instance (DESIGN 7): a request to another instance through Pinboard, carrying
+// Calls from an instance (docs/config.md): a request to another instance through Pinboard, carrying
 // a `Pinboard-Caller` token that names the calling instance, its epoch (and env, in
 // hostname-aware mode) and the depth of the request it is serving. Pinboard verifies it,
 // checks the caller is still placed there, and forwards one level deeper.
 //
-// In hostname-aware mode the `Host` header names the callee's hostname (DESIGN 8). `fetch`
+// In hostname-aware mode the `Host` header names the callee's hostname (docs/proxy.md "Hostname-aware mode"). `fetch`
 // drops a `Host` given in its headers, so the call goes through a dispatcher that sets it
 // (undici's, which Node's own fetch accepts: the answer stays a global `Response`).
 import { SignJWT } from "jose"
@@ -12,7 +12,7 @@ import { PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { CALLER_HEADER } from "../contract/Headers.js"
 import type { CallInit, CallInstance } from "./Definition.js"
 
-/** Caller tokens live this long (DESIGN 7: at most 60 s). */
+/** Caller tokens live this long (docs/config.md: at most 60 s). */
 const CALLER_TOKEN_TTL_S = 30
 
 export interface Caller {

@@ -1,4 +1,4 @@
-// What a worker's author writes (DESIGN 10): one definition per namespace, whose activations
+// What a worker's author writes (docs/worker.md): one definition per namespace, whose activations
 // hold the instance's in-memory state, one live activation per id.
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { WebSocket } from "ws"
@@ -17,7 +17,7 @@ export interface CallInit extends RequestInit {
 export type CallInstance = (namespace: string, id: string, path: string, init?: CallInit) => Promise<Response>
 
 export interface ActivationContext {
-  /** The placement's env in hostname-aware mode (DESIGN 8); `""` otherwise. */
+  /** The placement's env in hostname-aware mode (docs/proxy.md "Hostname-aware mode"); `""` otherwise. */
   readonly env: string
   readonly namespace: string
   readonly id: string

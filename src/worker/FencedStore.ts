@@ -1,4 +1,4 @@
-// Epoch-fenced durable state for instances (DESIGN 10). Fencing is only real where storage
+// Epoch-fenced durable state for instances (docs/worker.md). Fencing is only real where storage
 // checks it: an activation that lost its id may still be running, so every write and delete
 // presents the writer's placement epoch, and one Lua script refuses it when the key already
 // holds a newer epoch. The new owner's data cannot be overwritten by the old one.

@@ -1,6 +1,6 @@
-// The worker's node:http side (DESIGN 10): every request and upgrade must carry a valid
+// The worker's node:http side (docs/worker.md): every request and upgrade must carry a valid
 // `Pinboard-Attestation` for this worker (else 401); a new activation while the lease is
-// unhealthy is refused with the seed's in-band refusal (503, `Pinned-Refusal:
+// unhealthy is refused with the in-band refusal (docs/proxy.md "Retries") (503, `Pinned-Refusal:
 // lease-unhealthy`) so Pinboard places the id elsewhere; the rest of the path goes to the
 // definition's routes.
 import type { IncomingMessage, ServerResponse } from "node:http"

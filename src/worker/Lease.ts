@@ -1,4 +1,4 @@
-// The worker's lease (DESIGN 4, 10): register, heartbeat every `heartbeatMs`, retry on a
+// The worker's lease (docs/registry-api.md, docs/worker.md): register, heartbeat every `heartbeatMs`, retry on a
 // schedule when Pinboard does not answer, and know whether the lease is healthy: the last
 // confirmed lease end, minus a safety margin, is still ahead. The lease end is counted on
 // the worker's own clock from when the confirming call was sent (Pinboard set it later), so

@@ -1,4 +1,4 @@
-// The registry API as a worker calls it (DESIGN 4, docs/registry-api.md): register,
+// The registry API as a worker calls it (docs/registry-api.md): register,
 // heartbeat, release, deregister. Promise-based, since a worker's author may give their own;
 // the lease keeper adds the schedules. Answers are decoded with Schema: one that does not fit
 // fails the call, which is retried.
@@ -95,7 +95,7 @@ export interface HttpRegistryOptions {
   readonly registrationEpoch?: string
 }
 
-/** A hostname this worker serves, and the env its placements belong to (DESIGN 8). */
+/** A hostname this worker serves, and the env its placements belong to (docs/proxy.md "Hostname-aware mode"). */
 export interface HostnameEnv {
   readonly hostname: string
   readonly env: string

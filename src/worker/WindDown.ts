@@ -1,4 +1,4 @@
-// Wind-down (DESIGN 10; docs/worker.md "Lifecycle of an activation"): Pinboard wants a
+// Wind-down (docs/worker.md "Lifecycle of an activation"): Pinboard wants a
 // placement back by a deadline. The definition's hook gets until a margin short of it, counted
 // on the Clock so that a TestClock drives the budget; then the activation is deactivated and
 // its placement released, so that the new owner need not wait for the deadline.

@@ -1,4 +1,4 @@
-// A Pinboard worker (DESIGN 10) as an Effect: a node:http server hosting instance definitions,
+// A Pinboard worker (docs/worker.md) as an Effect: a node:http server hosting instance definitions,
 // a lease kept with Pinboard, idle eviction, wind-down, and a graceful stop when its scope
 // closes. Its waits are all on the Clock, so tests run it on TestClock. It runs no Effect
 // itself: `startWorker` (StartWorker.ts) is the Promise shell that does.
@@ -28,7 +28,7 @@ export interface WorkerOptions {
   /** Instance definitions by namespace (`"/threads"`). */
   readonly instances: Readonly<Record<string, InstanceDefinition<any>>>
   /**
-   * Hostname-aware mode (DESIGN 8): the hostnames this worker serves, each with the env its
+   * Hostname-aware mode (docs/proxy.md "Hostname-aware mode"): the hostnames this worker serves, each with the env its
    * placements belong to; every namespace of `instances` is registered for each. Absent: the
    * namespaces are registered plainly (Pinboard not in hostname-aware mode).
    */

@@ -1,4 +1,4 @@
-// Pinboard-Attestation (DESIGN 7): the key is HKDF-SHA256 of the deployment token, the token
+// Pinboard-Attestation (docs/config.md): the key is HKDF-SHA256 of the deployment token, the token
 // an HS256 JWS with exactly the listed claims. Verified here with jose and WebCrypto, which
 // share no code with the signer.
 import { webcrypto } from "node:crypto"
@@ -55,7 +55,7 @@ describe("Pinboard-Attestation", () => {
     expect(payload).toMatchObject({ sub: "alice", scope: "threads read", caller: "/rooms/r1", depth: 3 })
   })
 
-  it("in hostname-aware mode carries the placement's env and the request's host (DESIGN 7)", async () => {
+  it("in hostname-aware mode carries the placement's env and the request's host (docs/config.md)", async () => {
     const token = sign({ ...base, hostname: { env: "prod", host: "docs.example" } }, NOW_MS)
     const { payload } = await jwtVerify(token, attestationKey(TOKEN), { currentDate: new Date(NOW_MS) })
     expect(payload).toMatchObject({ env: "prod", host: "docs.example" })

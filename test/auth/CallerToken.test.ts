@@ -1,4 +1,4 @@
-// Pinboard-Caller verification (DESIGN 7): signature, audience, lifetime and claim shapes;
+// Pinboard-Caller verification (docs/config.md): signature, audience, lifetime and claim shapes;
 // expiry with the 5 s tolerance, at the time given (the caller passes the Clock's).
 import { describe, expect, it } from "@effect/vitest"
 import { SignJWT, type JWTPayload } from "jose"

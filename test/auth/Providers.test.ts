@@ -1,4 +1,4 @@
-// Credential providers (DESIGN 6, 11): jwt by secret, PEM public key or remote JWKS, and
+// Credential providers (docs/config.md "Providers"): jwt by secret, PEM public key or remote JWKS, and
 // apikey. Expiry and tolerance run on TestClock: the provider reads the Clock's time.
 import { createHash, generateKeyPairSync } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"

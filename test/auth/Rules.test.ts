@@ -1,4 +1,4 @@
-// The pure rule decisions of DESIGN 6: which rule applies, where the credential is, scopes
+// The pure rule decisions of docs/config.md "Data-plane auth": which rule applies, where the credential is, scopes
 // and callers.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, Option } from "effect"

@@ -1,4 +1,4 @@
-// Epoch order (DESIGN 11): decimal strings of any size, compared as numbers without
+// Epoch order (docs/worker.md "Durable state: fencing by epoch"): decimal strings of any size, compared as numbers without
 // ever becoming numbers.
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"

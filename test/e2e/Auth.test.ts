@@ -1,5 +1,5 @@
-// Data-plane auth and attestation end to end (seed proxy-a-request.md "Authentication",
-// "Request headers", "Errors", "Check order"; DESIGN 6, 7 and 11): the built Pinboard with
+// Data-plane auth and attestation end to end (docs/config.md
+// "Data-plane auth", docs/proxy.md "Check order", docs/errors.md): the built Pinboard with
 // `providers` and `namespaces` in its JSON config, fixture workers that echo what they
 // received, a local JWKS server, and tokens minted with jose. Most suites run on the embedded
 // registry; calls from an instance (where staleness is looked up) run on a real redis-server.
@@ -42,7 +42,7 @@ import {
 
 const ISSUER = "https://id.pinboard.test/"
 const AUDIENCE = "pinboard-e2e"
-/** Non-ASCII on purpose: the provider must use its UTF-8 bytes (DESIGN 11). */
+/** Non-ASCII on purpose: the provider must use its UTF-8 bytes (docs/config.md "Providers"). */
 const SECRET = "sécret-ключ-🔑-4f9a1c2e7b3d8e6f0a5b9c1d2e3f4a5b"
 
 const INVALID_CREDENTIAL = "invalid credential"
@@ -525,7 +525,7 @@ describe("remote JWKS: rotation, cache and outages (embedded registry)", () => {
     const hitsBefore = servers.rot.hits
 
     // Rotation: only K2 served from now on. The first K2 token is the first unknown-kid miss;
-    // Pinboard may refetch on a miss at most once per 30 s (jose's cooldown, DESIGN 11), which
+    // Pinboard may refetch on a miss at most once per 30 s (jose's cooldown, docs/config.md "Providers"), which
     // may count from the first fetch: retry until it passes, never more than the cooldown allows.
     servers.rot.serve([k2.jwk])
     const started = performance.now()

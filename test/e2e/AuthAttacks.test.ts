@@ -1,5 +1,5 @@
-// Attacks on data-plane auth and attestation, end to end (DESIGN 6, 7 and 11; seed
-// "Authentication", "Errors"): forged, confused, expired, malformed and oversized credentials
+// Attacks on data-plane auth and attestation, end to end (docs/config.md
+// "Data-plane auth", docs/errors.md): forged, confused, expired, malformed and oversized credentials
 // against an RS256 publicKey provider and an HS256 secret provider, forged and replayed
 // Pinboard-Caller tokens, and client-sent Pinboard-* headers. Every one gets the documented
 // error, never a 500, and Pinboard keeps answering well-formed requests correctly afterwards.

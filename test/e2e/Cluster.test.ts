@@ -1,5 +1,5 @@
-// Pinboard on a Redis Cluster end to end (docs/deploy.md "Redis Cluster"; DESIGN 1, 3 and 4;
-// routing.md "Placement epoch"): the built Pinboard with PINBOARD_REDIS_CLUSTER, real fixture
+// Pinboard on a Redis Cluster end to end (docs/deploy.md "Redis Cluster"; docs/deploy.md, docs/protocol.md, docs/registry-api.md;
+// docs/proxy.md "Addressing"): the built Pinboard with PINBOARD_REDIS_CLUSTER, real fixture
 // workers, and local clusters whose nodes the tests kill, stop and restart by pid.
 //
 // - One shard dies for good (no replica): only its buckets answer `503 registry unavailable`,
@@ -74,13 +74,13 @@ const probe = async (pinboard: Pinboard, id: string, headers: Record<string, str
 }
 
 const isOwn503 = (p: Probe, body: string) => p.status === 503 && p.body === body && p.contentType === "application/json"
-/** DESIGN 4: Redis unreachable is `503 registry unavailable, retry` with `Retry-After: 1`. */
+/** docs/registry-api.md: Redis unreachable is `503 registry unavailable, retry` with `Retry-After: 1`. */
 const isUnavailable = (p: Probe) => isOwn503(p, UNAVAILABLE) && p.retryAfter.length === 1 && p.retryAfter[0] === "1"
-/** Retry-After: the seconds of cold start left, rounded up, at least 1 (DESIGN 11). */
+/** Retry-After: the seconds of cold start left, rounded up, at least 1 (docs/protocol.md "Resolution"). */
 const isColdStart = (p: Probe, leaseMs: number) =>
   isOwn503(p, COLD_START) && p.retryAfter.length === 1 && /^[1-9][0-9]*$/.test(p.retryAfter[0]!) && Number(p.retryAfter[0]) <= Math.ceil(leaseMs / 1000)
 
-/** Epochs are decimal strings compared as integers (DESIGN 3). */
+/** Epochs are decimal strings compared as integers (docs/protocol.md). */
 const epochOf = (p: Probe): bigint => {
   if (p.epoch === undefined || !/^(0|[1-9][0-9]*)$/.test(p.epoch)) throw new Error(`no decimal Pinboard-Epoch in ${JSON.stringify(p)}`)
   return BigInt(p.epoch)
@@ -103,7 +103,7 @@ const servedEventually = async (pinboard: Pinboard, id: string, leaseMs: number)
   })
 }
 
-/** `perBucket` fresh ids in each of `buckets` (all when omitted), by DESIGN 3's bucket hash. */
+/** `perBucket` fresh ids in each of `buckets` (all when omitted), by docs/protocol.md's bucket hash. */
 const idsIn = (perBucket: number, buckets: ReadonlySet<number> = new Set(Array.from({ length: BUCKETS }, (_, b) => b))): Array<string> => {
   const count = new Map<number, number>()
   const ids: Array<string> = []
@@ -181,7 +181,7 @@ describe("Pinboard on a Redis Cluster", () => {
       const barePrefix = uid("bare")
       const replicatedPrefix = uid("rep")
       const barePinboard = await fleet.pinboard({ cluster: bare, prefix: barePrefix, leaseMs: LEASE_MS })
-      // The affinity header lets each racing request prefer its own worker (routing.md).
+      // The affinity header lets each racing request prefer its own worker (docs/protocol.md "Resolution").
       const replicas = await Promise.all(
         [0, 1, 2].map(() =>
           fleet.pinboard({ cluster: replicated, prefix: replicatedPrefix, leaseMs: FAILOVER_LEASE_MS, config: { affinity: { key: `header:${AFFINITY}` } } })
@@ -218,7 +218,7 @@ describe("Pinboard on a Redis Cluster", () => {
     const dead = ids.filter((id) => deadBuckets.has(bucketOf(NS, id)))
     const others = ids.filter((id) => !deadBuckets.has(bucketOf(NS, id)))
 
-    // Until the shard comes back: same worker, same epoch. After it: DESIGN 4 makes the workers
+    // Until the shard comes back: same worker, same epoch. After it: docs/registry-api.md makes the workers
     // register again (the wiped buckets have no record of them, so heartbeats answer 410), which
     // ends their older placements; still every request is served, never at an older epoch.
     const interrupted: Array<unknown> = []
@@ -266,7 +266,7 @@ describe("Pinboard on a Redis Cluster", () => {
         } else if (isColdStart(p, LEASE_MS)) {
           firstColdStart ??= performance.now()
         } else if (p.status === 404 && p.body === UNKNOWN_NAMESPACE && firstColdStart === undefined) {
-          // DESIGN 5 checks the bucket's namespaces first: the empty bucket knows none until the
+          // docs/protocol.md "Resolution" checks the bucket's namespaces first: the empty bucket knows none until the
           // workers, told 410 by it, register again; from then on it is in cold start.
         } else if (!isUnavailable(p)) {
           unexpected.push({ id, status: p.status, body: p.body, retryAfter: p.retryAfter, ms: p.ms })
@@ -413,7 +413,7 @@ describe("Pinboard on a Redis Cluster", () => {
       check(id, p, maxSeen.get(id)!, "released and placed again")
       see(id, p)
     }
-    // routing.md: epochs increase per bucket; a fresh id's epoch tops every epoch minted there before.
+    // docs/proxy.md: epochs increase per bucket; a fresh id's epoch tops every epoch minted there before.
     for (const id of idsIn(2, shard.buckets)) {
       check(id, await servedEventually(pinboard, id, FAILOVER_LEASE_MS), bucketMaxBefore.get(bucketOf(NS, id))!, "fresh id in the bucket")
     }

@@ -1,5 +1,5 @@
-// The data plane end to end, from the seed pages (proxy-a-request.md, routing.md "Retries
-// Pinboard makes") and DESIGN 9 and 11: the built Pinboard on a real redis-server and on a
+// The data plane end to end, as docs/proxy.md describes it
+// ("Forwarding", "Retries", "Limits"): the built Pinboard on a real redis-server and on a
 // local Redis Cluster of three shards (and a smaller set on the embedded registry), real
 // fixture worker processes, real HTTP clients.
 // Pinboard-Attestation belongs to the auth work and is not checked here.
@@ -754,7 +754,7 @@ describe.each(["redis", "cluster", "embedded"] as const)("data plane (%s registr
   })
 })
 
-describe("inflight cap (DESIGN 9), embedded registry", () => {
+describe("inflight cap (docs/proxy.md), embedded registry", () => {
   let fleet: Fleet
   beforeAll(() => {
     fleet = new Fleet()

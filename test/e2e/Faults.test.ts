@@ -1,5 +1,5 @@
 // The data plane under faults and abuse, with the built binary: Redis stopped or gone
-// (DESIGN 9: 503 registry unavailable, never a hang), header floods, and no socket left
+// (docs/proxy.md: 503 registry unavailable, never a hang), header floods, and no socket left
 // open after clients and workers misbehave (counted from /proc).
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 import net from "node:net"

@@ -2,7 +2,7 @@
 // binary. Each test names the fuzz input family that found it.
 //
 // Registry paths with a `.` or `..` segment (fuzz: registry/heartbeat and registry/placement
-// inputs). Worker ids and instance ids may be `.` or `..` (DESIGN 4: `[A-Za-z0-9._~-]{1,128}`,
+// inputs). Worker ids and instance ids may be `.` or `..` (docs/registry-api.md: `[A-Za-z0-9._~-]{1,128}`,
 // seed: `[A-Za-z0-9._~-]{1,256}`), and the data plane serves `/ns/../x` as id `..`, verbatim.
 // The registry API parses its path with WHATWG `new URL()`, which removes dot segments:
 // `/registry/workers/../heartbeat` becomes `/registry/heartbeat` (404 not found) and

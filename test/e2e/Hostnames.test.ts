@@ -1,4 +1,4 @@
-// Hostname-aware mode end to end (docs/proxy.md and routing.md "Hostname-aware mode", DESIGN 7,
+// Hostname-aware mode end to end (docs/proxy.md "Hostname-aware mode", docs/config.md,
 // 8 and 11): the built Pinboard on a real redis-server with PINBOARD_HOSTNAME_AWARE=1, fixture
 // workers registering {namespace, hostname, env}; two hostnames on env prod (takeover
 // wind_down), two on env strict (takeover deny), and rebindings to envs dev and blue.

@@ -1,5 +1,5 @@
 // The worker library in hostname-aware mode, end to end (docs/worker.md "Hostname-aware mode";
-// DESIGN 7, 8, 10): library worker processes (test/fixtures/library-worker.mjs) registering
+// docs/config.md, docs/proxy.md "Hostname-aware mode", docs/worker.md): library worker processes (test/fixtures/library-worker.mjs) registering
 // their namespace for a hostname in an env, behind the built Pinboard on a real redis-server
 // with hostnameAware on. Hostnames a.example and b.example are env prod (takeover wind_down),
 // s.example env staging.

@@ -1,4 +1,4 @@
-// Graceful shutdown of the built binary (DESIGN 9, 11 "Shutdown"): on SIGTERM /readyz
+// Graceful shutdown of the built binary (docs/proxy.md "Shutdown"): on SIGTERM /readyz
 // turns 503 and never 200 again, the listener stops accepting, in-flight forwards get
 // shutdown.graceMs to finish, then tunnels close; exit 0. The forwards in flight are the
 // worker's /hold, which ends only when the test releases it, so each check runs while the

@@ -1,5 +1,5 @@
-// WebSockets through Pinboard end to end (proxy-a-request.md "WebSockets" and "In-band
-// refusal", DESIGN 9 and 11): the built Pinboard on a real redis-server and on a local Redis
+// WebSockets through Pinboard end to end (docs/proxy.md "WebSockets"
+// and "Retries"): the built Pinboard on a real redis-server and on a local Redis
 // Cluster (and a smaller set on the embedded registry), fixture workers speaking `ws`, the `ws`
 // client and raw sockets to see the bare status lines byte for byte.
 import type { IncomingMessage } from "node:http"

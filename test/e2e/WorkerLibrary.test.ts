@@ -1,4 +1,4 @@
-// The worker library end to end (DESIGN 4, 7, 10, 11): worker processes built on the built
+// The worker library end to end (docs/worker.md): worker processes built on the built
 // library (test/fixtures/library-worker.mjs) behind the built Pinboard on a real redis-server.
 // Attestation required, lease health (drop before the lease lapses, refuse new activations,
 // nothing new after a 410), epoch fencing through FencedStore, wind-down, idle eviction, the
@@ -366,7 +366,7 @@ describe("worker library behind Pinboard (redis registry)", () => {
     const first = ok<Counted>(await post(`${namespace}/${held}/increment`, toA))
     expect(first.worker).toBe(a.id)
 
-    // DESIGN 4: a bucket without A's record makes A's next heartbeat a 410; the other buckets
+    // docs/registry-api.md: a bucket without A's record makes A's next heartbeat a 410; the other buckets
     // still renew A's lease, so Pinboard keeps placing there.
     const incarnation = a.link.incarnation
     const client = await connect(lf.redis.port)

@@ -1,4 +1,4 @@
-// /readyz (DESIGN 9): ready only when not shutting down, the registry answers, and the
+// /readyz (docs/proxy.md): ready only when not shutting down, the registry answers, and the
 // registry's clock is within 1 s of ours.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"

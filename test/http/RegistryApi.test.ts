@@ -1,4 +1,4 @@
-// The registry API over HTTP (DESIGN 4, 9, 11), against the embedded registry and a real
+// The registry API over HTTP (docs/registry-api.md), against the embedded registry and a real
 // redis-server: answers, the bad-input matrix (documented 4xx, registry unchanged), probes,
 // and a Redis outage (503 with Retry-After, never a hang) followed by recovery.
 import http from "node:http"
@@ -901,7 +901,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
     })
   })
 
-  describe("hostname-aware mode (DESIGN 4 and 8)", () => {
+  describe("hostname-aware mode (docs/registry-api.md, docs/proxy.md 'Hostname-aware mode')", () => {
     const docs = (hostname: string, env: string) => ({ namespace: "/docs", hostname, env })
 
     it("registrations name {namespace, hostname, env}; the hostname is kept lowercased; workers list them so", async () => {

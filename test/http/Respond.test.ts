@@ -1,4 +1,4 @@
-// What Pinboard writes for errors it did not foresee (seed "Errors": 500; "WebSockets": a
+// What Pinboard writes for errors it did not foresee (docs/errors.md: 500; "WebSockets": a
 // 500 destroys the socket without a status line) and for catalogue errors on upgrades.
 import http from "node:http"
 import type { AddressInfo } from "node:net"

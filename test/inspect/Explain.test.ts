@@ -1,4 +1,4 @@
-// `pinboard inspect id`'s explanation (DESIGN 5 steps 2, 5, 6) held to the registry's own
+// `pinboard inspect id`'s explanation (docs/protocol.md "Resolution" steps 2, 5, 6) held to the registry's own
 // placement functions.
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
@@ -124,7 +124,7 @@ describe("candidates", () => {
       .workers.map((w) => w.worker)).toEqual(["wd"])
   })
 
-  it("with --host, are the env's workers registered for that hostname (DESIGN 8)", () => {
+  it("with --host, are the env's workers registered for that hostname (docs/proxy.md 'Hostname-aware mode')", () => {
     const workers = [
       listed("wa", { namespaces: ["/pair"] }),
       listed("wb", { namespaces: [{ namespace: "/pair", hostname: "a.example", env: "prod" }] }),
@@ -226,7 +226,7 @@ describe("the odds", () => {
     }
   )
 
-  it.prop("are the share of ordered pairs (i, j) each candidate wins (DESIGN 5 step 6)", [candidates], ([list]) => {
+  it.prop("are the share of ordered pairs (i, j) each candidate wins (docs/protocol.md 'Resolution' step 6)", [candidates], ([list]) => {
     const n = list.length
     const wins = new Map<string, number>()
     for (let i = 0; i < n; i++) {

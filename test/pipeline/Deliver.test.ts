@@ -1,5 +1,5 @@
-// Resolve, inflight cap and forward with a worker the test plays: the seed's "In-band
-// refusal", the per-worker inflight cap (DESIGN 9) and the headers of the forward.
+// Resolve, inflight cap and forward with a worker the test plays: the in-band
+// refusal (docs/proxy.md "Retries"), the per-worker inflight cap (docs/proxy.md) and the headers of the forward.
 import { describe, expect, it } from "@effect/vitest"
 import net from "node:net"
 import { Deferred, Effect } from "effect"

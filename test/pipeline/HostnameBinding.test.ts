@@ -1,4 +1,4 @@
-// Step 5's hostname (routing.md "Hostname-aware mode", DESIGN 11 "Hostname claims"): the Host
+// Step 5's hostname (docs/proxy.md "Hostname-aware mode"): the Host
 // header (or an absolute-form target's authority) lowercased, its port stripped; none is 400
 // missing Host header; outside the mode, nothing is read.
 import { describe, expect, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 // The time rules of a forward, driven by TestClock with a worker the test plays (seed
-// "Limits", routing.md "Retries Pinboard makes"): connect timeout, header timeout, body
+// "Limits", docs/proxy.md "Retries"): connect timeout, header timeout, body
 // idle, the 5 s re-resolve. A real node:http server and client carry the request.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"

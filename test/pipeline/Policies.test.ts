@@ -1,5 +1,5 @@
-// The request path's retry policies (routing.md "Retries Pinboard makes", the seed's "In-band
-// refusal") and how they are applied: `retryAfterFailure` is `Effect.retry` with the
+// The request path's retry policies (docs/proxy.md
+// "Retries") and how they are applied: `retryAfterFailure` is `Effect.retry` with the
 // schedule's driver made only after a first failure, so it must retry exactly as
 // `Effect.retry` does, for any sequence of outcomes and any of the policies.
 import { describe, expect, it } from "@effect/vitest"

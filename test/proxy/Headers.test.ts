@@ -1,4 +1,4 @@
-// The header rules of the seed's "Request headers", "Pinboard adds" and "Response", pure.
+// The header rules of docs/proxy.md "Forwarding", pure.
 import { describe, expect, it } from "vitest"
 import { forwardRequestHeaders, isRefusal, peerAddress, relayResponseHeaders, relayTrailers, withCors } from "../../src/proxy/Headers.js"
 

@@ -1,5 +1,5 @@
 // Two registrations that race through two Pinboards (each with its own Redis connection) for the
-// same (hostname, namespace), with equal epochs and different envs (DESIGN 8): the first to be
+// same (hostname, namespace), with equal epochs and different envs (docs/proxy.md "Hostname-aware mode"): the first to be
 // decided wins, the other is answered 409, and every bucket ends bound to the winner's env. Each
 // bucket decides alike, so only the order the buckets see the two in could split them; the
 // registry decides bindings in bucket 0 before the other buckets see a registration.

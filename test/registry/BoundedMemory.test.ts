@@ -1,4 +1,4 @@
-// DESIGN 3 "Bounded memory": after 10,000 placements whose workers then lapse, the
+// docs/protocol.md: after 10,000 placements whose workers then lapse, the
 // periodic sweep leaves only each bucket's fixed keys within two leases.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"

@@ -1,5 +1,5 @@
-// Hostname-aware mode in the registry (docs/proxy.md and routing.md "Hostname-aware mode";
-// DESIGN 5 and 8), on both layers under TestClock: per-hostname pools, the 409, takeover
+// Hostname-aware mode in the registry (docs/proxy.md "Hostname-aware mode";
+// docs/protocol.md "Resolution", docs/proxy.md "Hostname-aware mode"), on both layers under TestClock: per-hostname pools, the 409, takeover
 // (wind_down with its heartbeat entry, deadline and early release; deny), rebinding with
 // displacement, and the env learnt from the binding.
 import { describe, expect, it } from "@effect/vitest"
@@ -36,7 +36,7 @@ const LAYERS: ReadonlyArray<readonly [string, () => RegistryBackend]> = [
 const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<readonly [string, ReadonlyArray<NamespaceRegistration>, string]>) =>
   Effect.gen(function* () {
     yield* TestClock.setTime(T0)
-    // envs.strict.takeover is deny; the other envs wind down (DESIGN 8).
+    // envs.strict.takeover is deny; the other envs wind down (docs/proxy.md "Hostname-aware mode").
     const registry = makeRegistry(backend(), policy, (env) => (env === "strict" ? "deny" : "wind_down"))
     const incarnations = new Map<string, string>()
     for (const [worker, namespaces, epoch] of workers) {

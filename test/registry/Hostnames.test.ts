@@ -1,5 +1,5 @@
-// Hostname-aware mode's pure decisions (DESIGN 8 and 11 "Bindings", DESIGN 5 steps 2, 3, 5;
-// routing.md "Hostname-aware mode"): bindings set, kept, moved or refused by registrations;
+// Hostname-aware mode's pure decisions (docs/proxy.md "Hostname-aware mode", docs/protocol.md "Resolution" steps 2, 3, 5;
+// docs/proxy.md "Hostname-aware mode"): bindings set, kept, moved or refused by registrations;
 // placements held through another hostname; displacement; candidates per hostname.
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
@@ -19,7 +19,7 @@ const entry = (hostname: string, env: string, namespace = "/docs"): NamespaceReg
 const bound = (env: string, epoch: string, displacedUntil = 0): Binding => ({ env, epoch, displacedUntil })
 const bindingsOf = (pairs: ReadonlyArray<readonly [string, Binding]>) => new Map(pairs)
 
-describe("bindings a registration sets (DESIGN 8)", () => {
+describe("bindings a registration sets (docs/proxy.md 'Hostname-aware mode')", () => {
   it("the first registration of a pair binds it to its env, at its epoch, with no wait", () => {
     expect(decideBindings(new Map(), [entry("a.example", "prod")], "0", NOW, LEASE)).toEqual({
       _tag: "Bind",
@@ -108,7 +108,7 @@ describe("bindings a registration sets (DESIGN 8)", () => {
   })
 })
 
-describe("a live placement and the request's hostname (DESIGN 5 step 2)", () => {
+describe("a live placement and the request's hostname (docs/protocol.md 'Resolution' step 2)", () => {
   const row = (windDownAt = 0) => ({ windDownAt })
 
   it("through a hostname its owner is registered for: forwarded, during a wind-down too", () => {
@@ -126,7 +126,7 @@ describe("a live placement and the request's hostname (DESIGN 5 step 2)", () => 
   })
 })
 
-describe("displacement and candidates (DESIGN 5 steps 3 and 5)", () => {
+describe("displacement and candidates (docs/protocol.md 'Resolution' steps 3 and 5)", () => {
   it("new ids of a rebound pair wait until one lease after the rebinding", () => {
     expect(displacementLeftMs(bound("dev", "8", NOW + LEASE), NOW)).toBe(LEASE)
     expect(displacementLeftMs(bound("dev", "8", NOW + LEASE), NOW + LEASE)).toBe(0)

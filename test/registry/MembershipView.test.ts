@@ -1,4 +1,4 @@
-// The membership view's proposal (src/registry/MembershipView.ts) is DESIGN 5's choice over the
+// The membership view's proposal (src/registry/MembershipView.ts) is docs/protocol.md "Resolution"'s choice over the
 // view's candidates: its cached rendezvous rankings (the first 8 workers of a members list per
 // affinity value) must answer as rendezvousPick over the candidates, also when the best-ranked
 // workers are not candidates, and when the same affinity comes back after the membership changed.

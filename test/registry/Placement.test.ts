@@ -1,4 +1,4 @@
-// DESIGN 5 steps 5 and 6 as properties of the pure placement choice.
+// docs/protocol.md "Resolution" steps 5 and 6 as properties of the pure placement choice.
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import type { RegistryPolicy, WorkerRecord } from "../../src/registry/Domain.js"

@@ -1,4 +1,4 @@
-// Shared helpers for the auth end-to-end suites (DESIGN 6, 7 and 11; seed "Authentication"):
+// Shared helpers for the auth end-to-end suites (docs/config.md "Data-plane auth"):
 // a local JWKS server that can rotate keys, fail or hang; RSA keys and JWTs minted with jose;
 // the HKDF attestation key; Pinboard-Caller tokens; and checks of the Pinboard-Attestation a
 // worker received (verified with jose, claims compared exactly).
@@ -46,7 +46,7 @@ export const expectError = (answer: Answer, status: number, error: string): void
 
 // ---- the attestation key and Pinboard-Attestation -----------------------------------------------
 
-/** HKDF-SHA256(deployment token, salt "", info "pinboard attestation v1", 32 bytes) (DESIGN 7). */
+/** HKDF-SHA256(deployment token, salt "", info "pinboard attestation v1", 32 bytes) (docs/config.md). */
 export const attestationKey = (deploymentToken: string = TOKEN): Uint8Array =>
   new Uint8Array(hkdfSync("sha256", deploymentToken, "", "pinboard attestation v1", 32))
 
@@ -306,5 +306,5 @@ export const upgradeInfo = (ws: WebSocket): Promise<Echo> =>
     ws.send("__info__")
   })
 
-/** A bare upgrade failure as Pinboard writes it (DESIGN 11). */
+/** A bare upgrade failure as Pinboard writes it (docs/proxy.md "WebSockets"). */
 export const bareStatus = (status: string): string => `HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`

@@ -298,7 +298,7 @@ export const coldStartIds = (namespace: string): Map<number, string> => {
 }
 
 /**
- * Polls one id per bucket (DESIGN 3's bucket hash) of `namespace` until none answers `503
+ * Polls one id per bucket (docs/protocol.md's bucket hash) of `namespace` until none answers `503
  * registry cold start`. Each poll that gets through places its id: harmless, ids are fresh. In
  * hostname-aware mode `host` names a hostname the namespace is bound for, in env "".
  */

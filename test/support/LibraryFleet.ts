@@ -287,7 +287,7 @@ export class LibraryFleet {
 
 // ---- steering and attesting ---------------------------------------------------------------------
 
-/** An affinity value whose rendezvous choice among `workers` is `target` (DESIGN 5 step 6). */
+/** An affinity value whose rendezvous choice among `workers` is `target` (docs/protocol.md "Resolution" step 6). */
 export const affinityFor = (target: string, workers: ReadonlyArray<string>): string => {
   for (let i = 0; ; i++) {
     const value = `aff-${i}`
@@ -298,7 +298,7 @@ export const affinityFor = (target: string, workers: ReadonlyArray<string>): str
 
 const sign = makeAttestationSigner(attestationKey(TOKEN))
 
-/** A `Pinboard-Attestation` as Pinboard would mint it (DESIGN 7), signed with `token`'s key. */
+/** A `Pinboard-Attestation` as Pinboard would mint it (docs/config.md), signed with `token`'s key. */
 export const mintAttestation = (
   claims: Pick<AttestationClaims, "worker" | "namespace" | "id" | "epoch"> & Partial<AttestationClaims>,
   options: { readonly token?: string; readonly nowMs?: number } = {}

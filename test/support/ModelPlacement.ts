@@ -1,4 +1,4 @@
-// The reference model's placement (DESIGN 5 steps 5 and 6) read off a bucket of the embedded
+// The reference model's placement (docs/protocol.md "Resolution" steps 5 and 6) read off a bucket of the embedded
 // registry: the model-based tests hold the Redis layer's answers to it.
 import { memberKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { servesHostname } from "../../src/registry/Hostnames.js"

@@ -1,4 +1,4 @@
-// The epoch fence on a real redis-server (DESIGN 10): a write or delete with an epoch older
+// The epoch fence on a real redis-server (docs/worker.md): a write or delete with an epoch older
 // than the stored one is refused atomically, whatever else races with it.
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

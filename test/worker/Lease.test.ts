@@ -1,4 +1,4 @@
-// The worker's lease on TestClock (DESIGN 4, 10): heartbeats every heartbeatMs, healthy while
+// The worker's lease on TestClock (docs/registry-api.md, docs/worker.md): heartbeats every heartbeatMs, healthy while
 // the confirmed lease end less the safety margin is ahead, every activation dropped when it is
 // not, re-registration after 410, wind-down entries handed on, deregistration; and per bucket,
 // when Pinboard reports buckets it could not renew (a Redis Cluster shard down).
@@ -222,7 +222,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("in hostname-aware mode the env is part of an id's bucket (DESIGN 3)", () =>
+  it.scoped("in hostname-aware mode the env is part of an id's bucket (docs/protocol.md)", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.buckets = 4

@@ -1,5 +1,5 @@
 // The assembled worker on TestClock, with a registry the test plays and real HTTP and
-// WebSocket clients (DESIGN 10): attestation required, one activation per id, routes and
+// WebSocket clients (docs/worker.md): attestation required, one activation per id, routes and
 // request identity, idle eviction with release at the epoch, background tasks, replacement
 // by a newer epoch, refusal while the lease is unhealthy, and a graceful stop. Every wait
 // (registration retries, heartbeats, wind-down budgets, the stop's grace) moves with TestClock.

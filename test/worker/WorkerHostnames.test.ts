@@ -1,4 +1,4 @@
-// The worker library in hostname-aware mode (DESIGN 7, 8, 10), on TestClock with a registry the
+// The worker library in hostname-aware mode (docs/config.md, docs/proxy.md "Hostname-aware mode", docs/worker.md), on TestClock with a registry the
 // test plays and a stand-in for Pinboard that records what reaches it: activations are per
 // (env, namespace, id), the attested env and hostname reach the instance, releases and
 // wind-downs name the env, calls carry the env in `Pinboard-Caller` and go to a hostname, and

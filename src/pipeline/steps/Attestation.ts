@@ -1,4 +1,4 @@
-// Step 2, attestation (DESIGN 7): a `Pinboard-Caller` token makes the request a call from
+// Step 2, attestation (docs/config.md): a `Pinboard-Caller` token makes the request a call from
 // an instance. Its signature and claims are verified, then the registry must still place the
 // calling instance at that epoch on that worker.
 import type { IncomingHttpHeaders } from "node:http"

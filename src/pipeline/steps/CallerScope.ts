@@ -1,4 +1,4 @@
-// Step 6, caller scope (DESIGN 6, 7, 11 "Callers"): a credential must hold every scope of
+// Step 6, caller scope (docs/config.md "Data-plane auth"): a credential must hold every scope of
 // the rule; an attested caller's namespace must be among the rule's `callers`, when it has them.
 import { Effect } from "effect"
 import { admitsCaller, holdsScopes } from "../../auth/Rules.js"

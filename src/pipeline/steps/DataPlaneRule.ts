@@ -1,4 +1,4 @@
-// Step 4, data-plane rule (DESIGN 6): the namespace's rule, else `*`, else 403; then the
+// Step 4, data-plane rule (docs/config.md "Data-plane auth"): the namespace's rule, else `*`, else 403; then the
 // credential, checked by the rule's providers in order. Calls from an instance skip it,
 // keeping only the rule itself for the caller-scope step.
 import type { IncomingHttpHeaders } from "node:http"

@@ -1,10 +1,10 @@
-// Step 3, depth (DESIGN 7): a call from an instance goes one deeper than the request it
+// Step 3, depth (docs/config.md): a call from an instance goes one deeper than the request it
 // serves; past MAX_DEPTH it is refused.
 import { Effect } from "effect"
 import { DepthExceeded } from "../../Errors.js"
 import type { Caller } from "./Attestation.js"
 
-/** Instance call depth (DESIGN 7). */
+/** Instance call depth (docs/config.md). */
 export const MAX_DEPTH = 50
 
 const outsideDepth = Effect.succeed(0)

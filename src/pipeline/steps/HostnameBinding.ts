@@ -1,4 +1,4 @@
-// Step 5, hostname binding (routing.md "Hostname-aware mode", DESIGN 8): which hostname the
+// Step 5, hostname binding (docs/proxy.md "Hostname-aware mode"): which hostname the
 // request belongs to. In hostname-aware mode the `Host` header names it (or an absolute-form
 // target's authority), lowercased and with the port stripped; none is `400 missing Host
 // header`. The env is the (hostname, namespace) binding's, which the registry finds at

@@ -1,4 +1,4 @@
-// Step 1, id (routing.md "Addressing"): namespace, id, rest and query from the raw target.
+// Step 1, id (docs/proxy.md "Addressing"): namespace, id, rest and query from the raw target.
 import type { Effect } from "effect"
 import { parseAddress, type Address, type AddressError } from "../../Address.js"
 

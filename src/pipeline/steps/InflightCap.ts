@@ -1,4 +1,4 @@
-// Step 8, inflight cap (DESIGN 9): forwards to one worker awaiting headers, per Pinboard
+// Step 8, inflight cap (docs/proxy.md): forwards to one worker awaiting headers, per Pinboard
 // process, at most `forwards.maxInflight`; one more is `503 worker at capacity, retry`. The
 // forward gives its slot back itself, the moment the worker's headers are in or the exchange
 // ends (no Effect finalizer per request: bench/effectCosts.ts).

@@ -1,4 +1,4 @@
-// Step 7, resolve (routing.md "Resolution"): the one atomic resolve of the request. Deliver.ts
+// Step 7, resolve (docs/protocol.md "Resolution"): the one atomic resolve of the request. Deliver.ts
 // notes the Clock time it was asked at, for the re-resolve rule of "Retries Pinboard makes".
 import type { Effect } from "effect"
 import type { RegistryUnavailable } from "../../Errors.js"

@@ -10,7 +10,7 @@
 -- env; nothing changed); heartbeat {"renewed", env, ns, id, epoch, deadline, ...} or {"lost"};
 -- deregister and nack "OK".
 
--- DESIGN 8 (src/registry/Hostnames.ts decideBindings): every binding is decided before anything changes.
+-- docs/proxy.md "Hostname-aware mode" (src/registry/Hostnames.ts decideBindings): every binding is decided before anything changes.
 local function register(worker, inc, url, lease, headroom, draining, namespacesJson, mkeys, epoch, bindings)
   local updates, order = {}, {}
   for _, line in ipairs(lines(bindings)) do

@@ -1,4 +1,4 @@
--- DESIGN 5, for a batch of resolves on one bucket, each as if it ran alone, in order.
+-- docs/protocol.md "Resolution", for a batch of resolves on one bucket, each as if it ran alone, in order.
 -- ARGV: T, now (unused: each query has its own), leaseMs, minLeaseLeftMs, nackThreshold,
 --       nackWindowMs, then one query per argument:
 --       "now\nenv\nnamespace\nid\nhostname\ntakeover\nmode\nproposal\ngen\nseq"
@@ -66,7 +66,7 @@ local function viewPayload(gen, since)
   return payloads[memo]
 end
 
--- DESIGN 5 steps 4 to 7: cold start, then the view's proposal checked (step 5's test applied to
+-- docs/protocol.md "Resolution" steps 4 to 7: cold start, then the view's proposal checked (step 5's test applied to
 -- the proposed worker at now), the epoch minted and the row written. mode "a": no proposal yet,
 -- answer what the view needs; "p": a proposal ("" when the view has no candidate), refused
 -- ones answer "stale" with what the view missed; "f": the last proposal, refused ones answer "none".
@@ -97,7 +97,7 @@ local function placeNew(env, namespace, id, mk, rk, pkey, rest)
   return "stale\n" .. viewPayload(gen, since)
 end
 
--- Hostname-aware mode (DESIGN 5 steps 1 to 3, src/registry/Hostnames.ts): the pair's binding
+-- Hostname-aware mode (docs/protocol.md "Resolution" steps 1 to 3, src/registry/Hostnames.ts): the pair's binding
 -- first, then a live row (its owner not registered for this hostname: the takeover), then the
 -- displacement wait.
 local function resolveForHostname(env, namespace, id, mk, rk, pkey, rest)
