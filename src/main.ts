@@ -20,7 +20,11 @@ const program = Effect.gen(function* () {
       })
     )
   )
-  yield* Layer.launch(appLayer(config)).pipe(Effect.provide(logLayer(config.log.level)))
+  // Launched until SIGTERM or SIGINT interrupts it; the last line once everything is released.
+  yield* Layer.launch(appLayer(config)).pipe(
+    Effect.onInterrupt(() => Effect.logInfo("pinboard stopped")),
+    Effect.provide(logLayer(config.log.level))
+  )
 })
 
 NodeRuntime.runMain(program, { disablePrettyLogger: true })

@@ -1,6 +1,7 @@
 // The Pinboard worker library: `import { startWorker, defineInstance } from "pinboard/worker"`.
 // Guide: docs/worker.md.
 export { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
+export type { LogLine, WorkerLog } from "./WorkerLog.js"
 export { startWorker, type PinboardWorker } from "./StartWorker.js"
 export {
   defineInstance,
