@@ -15,5 +15,5 @@ export {
   type RouteHandler
 } from "./Definition.js"
 export { compareEpochs, isEpoch } from "../contract/Epochs.js"
-export { FencedStore, StaleEpochError } from "./FencedStore.js"
+export { FencedStore, StaleEpochError, type FencedStoreClient, type FencedStoreOptions } from "./FencedStore.js"
 export { httpRegistryClient, type HostnameEnv, type PlacementRef, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"
