@@ -160,11 +160,13 @@ describe("docs/worker.md, followed from a fresh clone", () => {
       expect([wrongMethod.status, wrongMethod.headers.get("allow"), await wrongMethod.text()]).toEqual([405, "POST", '{"error":"method not allowed"}'])
       timings["run: start to answers"] = Math.round(performance.now() - runStarted)
 
-      // SIGTERM to npx reaches the worker once (npx and tsx pass it on); it stops and says so.
-      killPid(worker.pid, "SIGTERM")
+      // Ctrl-C, as a terminal sends it: SIGINT to the whole process group (npx, tsx, node);
+      // each stops gracefully and says so.
+      documented("Ctrl-C\nstops either process gracefully")
+      killPid(-worker.pid, "SIGINT")
       await waitForMessage(worker, "worker stopped", 20_000)
-      await worker.exited
-      killPid(pinboard.pid, "SIGTERM")
+      expect(await worker.exited).toEqual({ code: 0, signal: null })
+      killPid(-pinboard.pid, "SIGINT")
       await waitForMessage(pinboard, "pinboard stopped", 20_000)
       await pinboard.exited
 
