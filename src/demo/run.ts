@@ -110,7 +110,8 @@ const main = Effect.gen(function* () {
     (worker) =>
       Effect.async<void>((registered) => {
         const args = ["--pinboard", pinboardUrl, "--token", TOKEN, "--worker", worker, "--port", "0"]
-        start(worker, "worker.js", args, env, (line) => line.startsWith("registered") && registered(Effect.void))
+        // The library's JSON line (docs/worker.md "Logs").
+        start(worker, "worker.js", args, env, (line) => line.includes('"message":"worker registered"') && registered(Effect.void))
       }),
     { concurrency: "unbounded", discard: true }
   )
