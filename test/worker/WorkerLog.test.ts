@@ -1,7 +1,7 @@
 // The worker library's log lines (docs/worker.md "Logs"): the JSON lines Pinboard writes
 // (time, level, message first, then the fields), each naming the worker; a line at start
-// (listening, registered) and at stop (draining, deregistered, stopped); failures with their
-// cause. The assembled worker on TestClock, with a registry the test plays.
+// (listening, registered) and at stop (draining, deregistered, stopped); the lease's
+// warnings; failures with their cause. The assembled worker on TestClock, with a registry the test plays.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope, TestClock } from "effect"
 import { vi } from "vitest"
@@ -11,20 +11,27 @@ import type { LogLine } from "../../src/serving/LogLine.js"
 import { defineInstance } from "../../src/worker/Definition.js"
 import type { RegistryClient } from "../../src/worker/RegistryClient.js"
 import { makeWorker, type WorkerOptions } from "../../src/worker/Worker.js"
-import { until } from "../support/Turns.js"
+import { flush, until } from "../support/Turns.js"
 
 const TOKEN = "log-test-token"
 const T = 1_800_000_000_000
 const TIME = "2027-01-15T08:00:00.000Z"
 
+/** How the played registry answers heartbeats; `registerFailures` registrations fail first. */
+const heartbeats = { answer: "renewed" as "renewed" | "unreachable" | "lost" }
+
 const registry = (registerFailures: number): RegistryClient => {
   let failures = registerFailures
+  let incarnations = 0
   return {
     register: async () => {
       if (failures-- > 0) throw new Error("connection refused")
-      return { incarnation: "inc-1", leaseMs: 3000, heartbeatMs: 1000, unrenewed: [] }
+      return { incarnation: `inc-${++incarnations}`, leaseMs: 3000, heartbeatMs: 1000, unrenewed: [] }
     },
-    heartbeat: async () => ({ _tag: "Renewed", windDown: [], unrenewed: [] }),
+    heartbeat: async () => {
+      if (heartbeats.answer === "unreachable") throw new Error("connection refused")
+      return heartbeats.answer === "lost" ? { _tag: "LeaseLost" } : { _tag: "Renewed", windDown: [], unrenewed: [] }
+    },
     release: async () => true,
     deregister: async () => {}
   }
@@ -98,6 +105,29 @@ describe("the worker's log lines", () => {
       const failed = lines.find((line) => line.level === "error")!
       expect(failed).toMatchObject({ level: "error", message: "GET /things/t1/boom: handler failed", worker: "w1" })
       expect(failed["cause"]).toMatch(/^Error: boom\n\s+at /)
+    })
+  )
+
+  it.scoped("the lease: unhealthy is a warning naming the buckets; lost, a warning, then registered again", () =>
+    Effect.gen(function* () {
+      heartbeats.answer = "renewed"
+      yield* Effect.addFinalizer(() => Effect.sync(() => (heartbeats.answer = "renewed")))
+      const lines: Array<LogLine> = []
+      const worker = yield* makeWorker(options(lines))
+      yield* until(worker.healthy, "a healthy lease")
+      heartbeats.answer = "unreachable"
+      // The lease (3 s) less its margin (a fifth) after the registration.
+      yield* TestClock.adjust(2400)
+      yield* until(() => lines.some((line) => line.message === "lease unhealthy: activations dropped"), "the unhealthy lease's line")
+      expect(lines.find((line) => line.message === "lease unhealthy: activations dropped")).toMatchObject({ level: "warning", worker: "w1", buckets: "all" })
+      expect(lines.filter((line) => line.message === "heartbeat failed, retrying")[0]).toMatchObject({ level: "warning", cause: "heartbeat: connection refused" })
+      heartbeats.answer = "lost"
+      // The heartbeat's retries wait on the Clock (up to 2 s apart): step it until one gets the 410.
+      const registeredAgain = () => lines.filter((line) => line.message === "worker registered").length === 2
+      for (let step = 0; step < 20 && !registeredAgain(); step++) yield* Effect.zipRight(TestClock.adjust(500), flush)
+      yield* until(registeredAgain, "the second registration's line")
+      expect(lines.find((line) => line.message === "lease lost, registering again")).toMatchObject({ level: "warning", worker: "w1", incarnation: "inc-1" })
+      expect(lines.filter((line) => line.message === "worker registered").map((line) => line["incarnation"])).toEqual(["inc-1", "inc-2"])
     })
   )
 
