@@ -43,7 +43,9 @@ const program = Effect.gen(function* () {
     case "Serve": {
       const { appLayer } = yield* Effect.promise(() => import("./App.js"))
       const config = yield* loadConfig({ flags: command.flags, env: process.env })
+      // Launched until SIGTERM or SIGINT interrupts it; the last line once everything is released.
       return yield* Layer.launch(appLayer(config)).pipe(
+        Effect.onInterrupt(() => Effect.logInfo("pinboard stopped")),
         Effect.provide(logLayer(config.log.level)),
         Effect.catchSomeDefect((defect) => (defect instanceof ListenFailed ? Option.some(exitWith(1, defect.message)) : Option.none()))
       )

@@ -95,8 +95,8 @@ const running = await startWorker({
   worker,
   instances: Object.fromEntries(namespaces.map((ns) => [ns, definition])),
   shutdownGraceMs: 2000,
-  log: (message, error) =>
-    process.stderr.write(`${worker}: ${message}${error === undefined ? "" : `: ${error instanceof Error ? error.message : String(error)}`}\n`)
+  // Stdout carries the soak's own lines: the library's JSON lines go to stderr.
+  log: (line) => process.stderr.write(`${JSON.stringify(line)}\n`)
 })
 await running.registered()
 process.stdout.write(`soak-worker ${worker} ready on ${running.port}\n`)

@@ -85,7 +85,8 @@ const startWorker = (worker: string): Effect.Effect<Child> =>
       script: "worker.js",
       args,
       env,
-      onLine: (line) => line.startsWith("registered") && registered(Effect.succeed(child)),
+      // The library's JSON line (docs/worker.md "Logs").
+      onLine: (line) => line.includes('"message":"worker registered"') && registered(Effect.succeed(child)),
       onUnexpectedExit: (how) => {
         const pause = Number(leaseMs) + 1000
         log(`${worker} exited (${how}). Until its lease lapses (${Number(leaseMs) / 1000} s) its threads answer 502 bad gateway;`)

@@ -62,19 +62,7 @@ const thread = defineInstance<Thread>({
   }
 })
 
-const running = await startWorker({ pinboard, token, worker, port, instances: { "/threads": thread }, stopOnSignals: [] })
-log(`listening on ${running.url}`)
+// The library logs its own start and stop (`worker listening`, `worker registered`, ...,
+// `worker stopped`: docs/worker.md "Logs"), and stops gracefully on SIGTERM and SIGINT.
+const running = await startWorker({ pinboard, token, worker, port, instances: { "/threads": thread } })
 await running.registered()
-log(`registered as ${worker} for /threads`)
-
-let stopping = false
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.on(signal, () => {
-    if (stopping) return
-    stopping = true
-    void running.stop().then(() => {
-      log(`${signal}: deregistered`)
-      process.exit(0)
-    })
-  })
-}

@@ -188,11 +188,13 @@ const serve = Effect.gen(function* () {
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
   yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
 
-  // SIGTERM (docs/proxy.md): /readyz turns 503, the listener stops accepting, in-flight
-  // exchanges get shutdown.graceMs to finish, then whatever is left is closed, tunnels too.
+  // SIGTERM (docs/proxy.md "Shutdown"): /readyz turns 503, the listener stops accepting,
+  // in-flight exchanges get shutdown.graceMs to finish, then whatever is left is closed,
+  // tunnels too. main.ts logs `pinboard stopped` once every layer is released.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {
       shuttingDown = true
+      yield* Effect.logInfo("pinboard draining").pipe(Effect.annotateLogs({ grace_ms: config.shutdown.graceMs, tunnels: tunnels.size }))
       yield* inFlight.drain(server, config.shutdown.graceMs)
       server.closeAllConnections()
       for (const tunnel of tunnels) tunnel.destroy()

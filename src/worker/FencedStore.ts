@@ -2,7 +2,6 @@
 // checks it: an activation that lost its id may still be running, so every write and delete
 // presents the writer's placement epoch, and one Lua script refuses it when the key already
 // holds a newer epoch. The new owner's data cannot be overwritten by the old one.
-import type { Cluster, Redis } from "ioredis"
 import { assertEpoch } from "../contract/Epochs.js"
 
 /** A write or delete presented an epoch older than the one the key already holds. */
@@ -43,6 +42,16 @@ const COMMAND = "pinboardFencedWrite"
 type Op = "write" | "delete" | "claim"
 type FencedCommand = (key: string, epoch: string, op: Op, value: string | Buffer) => Promise<[Buffer, (Buffer | null)?]>
 
+/**
+ * What the store uses of an ioredis 5 client, `Redis` or `Cluster`. Typed by shape, not as
+ * ioredis's classes, so that a client made by the application's own copy of ioredis fits
+ * whichever copy Pinboard's package has beside it (docs/worker.md "Durable state").
+ */
+export interface FencedStoreClient {
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+  hmgetBuffer(key: string, ...fields: Array<string>): Promise<Array<Buffer | null>>
+}
+
 export interface FencedStoreOptions {
   /** Key prefix; a key is stored at `${prefix}:{${key}}`. Default `"pbf"`. */
   readonly prefix?: string
@@ -53,7 +62,7 @@ export class FencedStore {
   private readonly fenced: FencedCommand
 
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: FencedStoreClient,
     options: FencedStoreOptions = {}
   ) {
     this.prefix = options.prefix ?? "pbf"

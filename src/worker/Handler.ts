@@ -2,7 +2,7 @@
 // `Pinboard-Attestation` for this worker (else 401); a new activation while the lease is
 // unhealthy is refused with the in-band refusal (docs/proxy.md "Retries") (503, `Pinned-Refusal:
 // lease-unhealthy`) so Pinboard places the id elsewhere; the rest of the path goes to the
-// definition's routes.
+// definition's routes (Routes.ts: 405 with `Allow`, HEAD from GET).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type { WebSocketServer } from "ws"
@@ -11,8 +11,9 @@ import { statusLine } from "../contract/StatusLine.js"
 import type { Activation, Activations } from "./Activations.js"
 import { verifyAttestation, type Attested } from "./Attestation.js"
 import type { Caller } from "./Call.js"
-import type { CallInstance, InstanceDefinition, InstanceRequest, RouteHandler } from "./Definition.js"
+import type { CallInstance, InstanceDefinition, InstanceRequest } from "./Definition.js"
 import { placementOf, type PlacementRef } from "./RegistryClient.js"
+import { keepGetLength, matchRoute } from "./Routes.js"
 
 export interface HandlerDeps {
   readonly worker: string
@@ -76,9 +77,6 @@ const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted>
   return { _tag: "Admitted", request, activation, definition }
 }
 
-const routeOf = (definition: InstanceDefinition<unknown>, method: string, path: string): RouteHandler<unknown> | undefined =>
-  definition.routes?.[`${method} ${path}`] ?? definition.routes?.[`* ${path}`] ?? definition.fetch
-
 export const handleRequest = async (deps: HandlerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> => {
   let admitted: Admitted
   try {
@@ -90,10 +88,12 @@ export const handleRequest = async (deps: HandlerDeps, req: IncomingMessage, res
   if (admitted._tag === "Refused") return json(res, admitted.status, { error: admitted.error }, admitted.headers)
   const { request, activation, definition } = admitted
   res.once("close", () => deps.activations.leave(activation))
-  const route = routeOf(definition, req.method ?? "GET", request.path)
-  if (route === undefined) return json(res, 404, { error: "not found" })
+  const route = matchRoute(definition, req.method ?? "GET", request.path)
+  if (route._tag === "NotFound") return json(res, 404, { error: "not found" })
+  if (route._tag === "MethodNotAllowed") return json(res, 405, { error: "method not allowed" }, { allow: route.allow })
+  if (route.headFromGet) keepGetLength(res)
   try {
-    await route(request, res)
+    await route.handler(request, res)
   } catch (error) {
     deps.log(`${req.method} ${req.url}: handler failed`, error)
     if (!res.headersSent) json(res, 500, { error: "internal error" })

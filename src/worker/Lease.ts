@@ -110,9 +110,12 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         const newly = lease.confirmedUntil.flatMap((_, b) => (!bucketHealthy(lease, b, now) && !dropped.has(b) ? [b] : []))
         if (newly.length === 0) return Effect.void
         for (const b of newly) dropped.add(b)
-        if (newly.length === lease.confirmedUntil.length) return hooks.drop("lease-unhealthy")
+        const unhealthy = Effect.logWarning("lease unhealthy: activations dropped").pipe(
+          Effect.annotateLogs({ buckets: newly.length === lease.confirmedUntil.length ? "all" : newly.join(",") })
+        )
+        if (newly.length === lease.confirmedUntil.length) return Effect.zipRight(unhealthy, hooks.drop("lease-unhealthy"))
         const buckets = new Set(newly)
-        return hooks.drop("lease-unhealthy", (placement) => buckets.has(bucketIn(lease, placement)))
+        return Effect.zipRight(unhealthy, hooks.drop("lease-unhealthy", (placement) => buckets.has(bucketIn(lease, placement))))
       })
 
     // Retried as a whole: the lease counts from the call that got through, not from the first try.
@@ -129,7 +132,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       confirm(lease, sentAt + registration.leaseMs, registration.unrenewed)
       return lease
     }).pipe(
-      Effect.tapError((error) => Effect.logWarning(`pinboard worker: register failed (${error.message}); retrying`)),
+      Effect.tapError((error) => Effect.logWarning("register failed, retrying").pipe(Effect.annotateLogs({ cause: error.message }))),
       Effect.retry(REGISTRY_RETRY),
       Effect.orDie
     )
@@ -145,7 +148,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         if (answer.windDown.length > 0) yield* hooks.windDown(answer.windDown)
         return true
       }).pipe(
-        Effect.tapError((error) => Effect.logWarning(`pinboard worker: heartbeat failed (${error.message}); retrying`)),
+        Effect.tapError((error) => Effect.logWarning("heartbeat failed, retrying").pipe(Effect.annotateLogs({ cause: error.message }))),
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie,
         // Raised after the retry, which must retry failed calls only, never a 410.
@@ -156,6 +159,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     const run: Effect.Effect<never> = Effect.forever(
       Effect.gen(function* () {
         held = yield* register
+        yield* Effect.logInfo("worker registered").pipe(Effect.annotateLogs({ incarnation: held.incarnation, lease_ms: held.leaseMs }))
         // A bucket the registration did not reach has no activations to drop.
         dropped = new Set(held.confirmedUntil.flatMap((until, b) => (until === 0 ? [b] : [])))
         yield* Deferred.succeed(firstRegistration, undefined)
@@ -164,6 +168,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         // Unhealthy first, so that no new activation is taken while the old ones are dropped.
         const lost = held
         held = undefined
+        yield* Effect.logWarning("lease lost, registering again").pipe(Effect.annotateLogs({ incarnation: lost.incarnation }))
         if (lost.confirmedUntil.some((_, b) => !dropped.has(b))) yield* hooks.drop("lease-lost")
       })
     )
@@ -189,7 +194,12 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         yield* Fiber.interruptAll(fibers)
         const lease = held
         held = undefined
-        if (lease !== undefined) yield* Effect.ignore(registryCall("deregister", () => client.deregister(lease.incarnation)))
+        if (lease === undefined) return
+        yield* registryCall("deregister", () => client.deregister(lease.incarnation)).pipe(
+          Effect.zipRight(Effect.logInfo("worker deregistered")),
+          Effect.catchAll((error) => Effect.logWarning("deregister failed").pipe(Effect.annotateLogs({ cause: error.message }))),
+          Effect.annotateLogs({ incarnation: lease.incarnation })
+        )
       })
     }
   })

@@ -23,8 +23,10 @@ export const startWorker = (options: WorkerOptions): Promise<PinboardWorker> =>
       const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
       let stopped: Promise<void> | undefined
       const stop = () => (stopped ??= runPromise(Scope.close(scope, Exit.void)))
+      // `on`, not `once`: a runner in front (npx, tsx) passes a terminal's Ctrl-C on to the
+      // process that got it already, and a second signal must not cut the first one's stop.
       for (const signal of options.stopOnSignals ?? ["SIGTERM", "SIGINT"]) {
-        process.once(signal, () => void stop().then(() => process.exit(0)))
+        process.on(signal, () => void stop().then(() => process.exit(0)))
       }
       return { ...worker, registered: () => runPromise(registered), stop }
     })

@@ -9,6 +9,7 @@ import { WebSocketServer } from "ws"
 import { attestationKey } from "../contract/AttestationKey.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
+import { writeToStdout } from "../serving/LogLine.js"
 import { Activations } from "./Activations.js"
 import { makeCalls } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
@@ -17,6 +18,7 @@ import { keepLease } from "./Lease.js"
 import { makeTraceRequest, type TracesOptions } from "./Tracing.js"
 import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
 import { windDown } from "./WindDown.js"
+import { failureLog, withWorkerLog, type WorkerLog } from "./WorkerLog.js"
 
 export interface WorkerOptions {
   /** Pinboard's base URL, e.g. `http://pinboard:8080`. */
@@ -56,7 +58,11 @@ export interface WorkerOptions {
   readonly stopOnSignals?: ReadonlyArray<NodeJS.Signals>
   /** The registry client; default the HTTP API at `pinboard` (tests may give their own). */
   readonly registry?: RegistryClient
-  readonly log?: (message: string, error?: unknown) => void
+  /**
+   * Where the worker's log lines go, each the JSON object Pinboard would write (time, level,
+   * message, worker, ...); default one JSON line each on stdout.
+   */
+  readonly log?: WorkerLog
   /**
    * Traces (docs/worker.md "Traces"): each request served in a span continued from Pinboard's
    * `traceparent`, exported as OTLP/HTTP JSON. Absent: no spans.
@@ -85,15 +91,15 @@ const IDLE_SWEEP = Schedule.spaced(Duration.seconds(1))
 /** How long a stop waits for requests in progress, unless `shutdownGraceMs` says otherwise. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
 
-const defaultLog = (message: string, error?: unknown) =>
-  console.error(`pinboard worker: ${message}${error === undefined ? "" : `: ${error instanceof Error ? error.message : String(error)}`}`)
-
 export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, Scope.Scope> =>
+  withWorkerLog(options.log ?? writeToStdout, options.worker)(runWorker(options))
+
+const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, Scope.Scope> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
-    const log = options.log ?? defaultLog
+    const log = failureLog(options.log ?? writeToStdout, options.worker, now)
     const key = attestationKey(options.token)
     const definitions = new Map(Object.entries(options.instances) as Array<[string, InstanceDefinition<unknown>]>)
     const host = options.host ?? "127.0.0.1"
@@ -102,9 +108,14 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
     const traceRequest = options.traces === undefined ? undefined : yield* makeTraceRequest(options.traces, options.worker)
     const server = http.createServer()
     const port = yield* Effect.acquireRelease(listen(server, options.port ?? 0, host), () =>
-      Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))))
+      Effect.sync(() => server.closeAllConnections()).pipe(
+        Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))),
+        Effect.zipRight(Effect.logInfo("worker stopped"))
+      )
     )
-    const advertiseUrl = options.advertiseUrl ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+    const hostInUrl = host.includes(":") ? `[${host}]` : host
+    const advertiseUrl = options.advertiseUrl ?? `http://${hostInUrl}:${port}`
+    yield* Effect.logInfo(`worker listening on http://${hostInUrl}:${port}`).pipe(Effect.annotateLogs({ advertise_url: advertiseUrl }))
     const prefix = new URL(advertiseUrl).pathname.replace(/\/+$/, "")
     const registry =
       options.registry ??
@@ -159,6 +170,7 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
 
     const grace = Duration.millis(options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
     const stopping = Effect.gen(function* () {
+      yield* Effect.logInfo("worker draining").pipe(Effect.annotateLogs({ grace_ms: Duration.toMillis(grace) }))
       draining = true
       // Tell Pinboard at once, so no new placement lands here during the grace period.
       const incarnation = lease.incarnation()

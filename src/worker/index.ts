@@ -1,6 +1,7 @@
 // The Pinboard worker library: `import { startWorker, defineInstance } from "pinboard/worker"`.
 // Guide: docs/worker.md.
 export { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
+export type { LogLine, WorkerLog } from "./WorkerLog.js"
 export { startWorker, type PinboardWorker } from "./StartWorker.js"
 export type { TracesOptions } from "./Tracing.js"
 export {
@@ -15,5 +16,5 @@ export {
   type RouteHandler
 } from "./Definition.js"
 export { compareEpochs, isEpoch } from "../contract/Epochs.js"
-export { FencedStore, StaleEpochError } from "./FencedStore.js"
+export { FencedStore, StaleEpochError, type FencedStoreClient, type FencedStoreOptions } from "./FencedStore.js"
 export { httpRegistryClient, type HostnameEnv, type PlacementRef, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"

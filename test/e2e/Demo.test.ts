@@ -133,7 +133,7 @@ describe("npm run demo", () => {
     killPid(demo.pid, "SIGTERM")
     expect(await demo.exited).toEqual({ code: 0, signal: null })
     for (const pid of childPids) expect(await waitForPidGone(pid, 2_000)).toBe(true)
-    expect(demo.lines.filter((line) => line.includes("deregistered"))).toHaveLength(2)
+    expect(demo.lines.filter((line) => line.includes('"message":"worker deregistered"'))).toHaveLength(2)
   }, scaled(60_000))
 
   // `npm run demo` is the build, then `npm run demo:start`: run here without the build, which

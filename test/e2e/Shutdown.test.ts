@@ -1,6 +1,7 @@
 // Graceful shutdown of the built binary (docs/proxy.md "Shutdown"): on SIGTERM /readyz
 // turns 503 and never 200 again, the listener stops accepting, in-flight forwards get
-// shutdown.graceMs to finish, then tunnels close; exit 0. The forwards in flight are the
+// shutdown.graceMs to finish, then tunnels close; exit 0. Its log lines mark the start
+// (`pinboard draining`) and the end (`pinboard stopped`) of the stop. The forwards in flight are the
 // worker's /hold, which ends only when the test releases it, so each check runs while the
 // process is still draining.
 import http from "node:http"
@@ -101,6 +102,10 @@ describe("shutdown", () => {
     expect(pinboard.process.exit).toBeUndefined()
     expect(held.settled()).toBe(false)
     expect(tunnel.socket.readyState).toBe(WebSocket.OPEN)
+    // The graceful stop's first log line is written as it starts; its last only once it is over.
+    const draining = JSON.parse((await pinboard.process.waitForLine(/"message":"pinboard draining"/, 5_000)).input!)
+    expect(draining).toMatchObject({ level: "info", message: "pinboard draining", grace_ms: LONG_GRACE_MS, tunnels: 1 })
+    expect(pinboard.process.lines.filter((line) => line.includes('"pinboard stopped"'))).toEqual([])
 
     const releasedAt = performance.now()
     await release(worker, held)
@@ -111,6 +116,7 @@ describe("shutdown", () => {
     expect(tunnelClosedAt - signalled).toBeLessThan(LONG_GRACE_MS)
     expect(await pinboard.process.exited).toEqual({ code: 0, signal: null })
     await expect(fetch(`${pinboard.url}/readyz`)).rejects.toThrow()
+    expect(JSON.parse(pinboard.process.lines.at(-1)!)).toMatchObject({ level: "info", message: "pinboard stopped" })
   })
 
   it("cuts a forward that outlasts shutdown.graceMs, and still exits 0", async () => {

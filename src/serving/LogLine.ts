@@ -1,0 +1,53 @@
+// One log line as Pinboard and the worker library both write it (docs/operations.md "Logs"):
+// a JSON object with `time` (ISO 8601, UTC), `level` and `message` first, then the fields that
+// matter (worker, namespace, id, epoch, status, duration_ms, cause...); undefined fields are
+// left out. An Effect log becomes such a line with its annotations as the fields.
+import { Cause, HashMap, Logger, type LogLevel } from "effect"
+
+export type LogLevelName = "debug" | "info" | "warning" | "error"
+
+export interface LogLine {
+  readonly time: string
+  readonly level: LogLevelName
+  readonly message: string
+  readonly [field: string]: unknown
+}
+
+export type Fields = Readonly<Record<string, unknown>>
+
+export const logLine = (time: Date, level: LogLevelName, message: string, fields: Fields = {}): LogLine => ({
+  time: time.toISOString(),
+  level,
+  message,
+  ...fields
+})
+
+/** The default destination of both: one JSON object a line on stdout. */
+export const writeToStdout = (line: LogLine): void => {
+  process.stdout.write(`${JSON.stringify(line)}\n`)
+}
+
+/** A thrown value as a line's `cause`: the stack when there is one. */
+export const causeOf = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error))
+
+export const levelName = (level: LogLevel.LogLevel): LogLevelName =>
+  level._tag === "Debug" || level._tag === "Trace" || level._tag === "All"
+    ? "debug"
+    : level._tag === "Info"
+      ? "info"
+      : level._tag === "Warning"
+        ? "warning"
+        : "error"
+
+const textOf = (message: unknown): string => {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+}
+
+/** Every Effect log it gets, as a line given to `write`; the time is the one the fiber's Clock gave the log. */
+export const jsonLinesLogger = (write: (line: LogLine) => void): Logger.Logger<unknown, void> =>
+  Logger.make(({ logLevel, message, annotations, cause, date }) => {
+    const fields: Record<string, unknown> = Object.fromEntries(HashMap.toEntries(annotations))
+    if (!Cause.isEmpty(cause)) fields["cause"] = Cause.pretty(cause, { renderErrorCause: true })
+    write(logLine(date, levelName(logLevel), textOf(message), fields))
+  })
