@@ -1,15 +1,21 @@
 // Traces (docs/operations.md "Traces"): with `otlp.endpoint` set, each instance request is a
 // server span, continued from the request's `traceparent`, with a `resolve` and a `forward`
 // span under it for every attempt; the forward names itself in the `traceparent` the worker
-// gets. Spans are exported as OTLP/HTTP JSON (Otlp.ts). Off, the
+// gets. Spans are exported as OTLP/HTTP JSON (serving/Otlp.ts). Off, the
 // service is undefined and the request path is built without any of it.
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Layer, type Scope, Tracer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import type { Placement } from "../registry/Registry.js"
 import { CLIENT_CLOSED, type ExchangeNote } from "./Exchange.js"
-import { makeOtlpTracer } from "./Otlp.js"
+import { makeOtlpTracer } from "../serving/Otlp.js"
+
+/** What a span says of a placement (the registry's Placement has these, and more). */
+interface PlacementSeen {
+  readonly worker: string
+  readonly epoch: string
+  readonly isNew: boolean
+}
 
 export interface TracingService {
   /** The tracer the request fibers run with. */
@@ -18,9 +24,9 @@ export interface TracingService {
   readonly request: <E, R>(req: IncomingMessage, res: ServerResponse, note: ExchangeNote, answer: Effect.Effect<void, E, R>) => Effect.Effect<void, E, R>
   /** Runs an upgrade's answer in its span, which ends with it (the tunnel open, or the bare status written). */
   readonly upgrade: <E, R>(req: IncomingMessage, note: ExchangeNote, answer: Effect.Effect<void, E, R>) => Effect.Effect<void, E, R>
-  readonly resolve: <E, R>(resolving: Effect.Effect<Placement, E, R>) => Effect.Effect<Placement, E, R>
+  readonly resolve: <P extends PlacementSeen, E, R>(resolving: Effect.Effect<P, E, R>) => Effect.Effect<P, E, R>
   /** `send` gets the `traceparent` naming the forward span (undefined when the request is not traced). */
-  readonly forward: <A, E, R>(placement: Placement, send: (traceparent: string | undefined) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly forward: <A, E, R>(placement: PlacementSeen, send: (traceparent: string | undefined) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 export class Tracing extends Context.Reference<Tracing>()("pinboard/Tracing", {

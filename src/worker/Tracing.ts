@@ -1,10 +1,10 @@
 // Traces in the worker library (docs/worker.md "Traces"): with the `traces` option, every
 // request Pinboard forwards is served in a span continued from its `traceparent`, which names
-// Pinboard's forward span, and exported as OTLP/HTTP JSON like Pinboard's (observe/Otlp.ts).
+// Pinboard's forward span, and exported as OTLP/HTTP JSON like Pinboard's (serving/Otlp.ts).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
 import { parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import { makeOtlpTracer } from "../observe/Otlp.js"
+import { makeOtlpTracer } from "../serving/Otlp.js"
 
 export interface TracesOptions {
   /** The OTLP/HTTP collector's base URL (`http://collector:4318`): spans go to `<endpoint>/v1/traces`. */
