@@ -3,6 +3,7 @@
 // Pinboard's forward span, and exported as OTLP/HTTP JSON like Pinboard's (serving/Otlp.ts).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
+import { EPOCH_HEADER } from "../contract/Headers.js"
 import { parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import { makeOtlpTracer } from "../serving/Otlp.js"
 
@@ -47,6 +48,8 @@ export const makeTraceRequest = (options: TracesOptions, worker: string): Effect
       // The path without its query: queries may carry secrets.
       span.attribute("url.path", (req.url ?? "/").split("?", 1)[0])
       span.attribute("pinboard.worker", worker)
+      const epoch = req.headers[EPOCH_HEADER]
+      if (typeof epoch === "string") span.attribute("pinboard.epoch", epoch)
       res.once("close", () => {
         const status = res.headersSent ? res.statusCode : CLIENT_CLOSED
         span.attribute("http.response.status_code", status)

@@ -97,6 +97,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
       "http.request.method": "GET",
       "url.path": `${LIBRARY_NS}/${id}/state`,
       "pinboard.worker": library.id,
+      "pinboard.epoch": epoch,
       "http.response.status_code": 200
     })
   })
