@@ -19,13 +19,11 @@ const table = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
     .join("\n")
 }
 
-const FLAG_ARGS: Record<string, string> = { "--port": "--port N", "--host": "--host ADDRESS", "--redis-url": "--redis-url URL" }
-
 const flagRows = (): ReadonlyArray<ReadonlyArray<string>> => [
   ["--config FILE", "PINBOARD_CONFIG", "none", "a JSON configuration file"],
-  ...FLAG_VARS.map(({ flag, envVar }) => {
+  ...FLAG_VARS.map(({ flag, metavar, envVar }) => {
     const variable = ENV_VARS.find((v) => v.name === envVar)!
-    return [FLAG_ARGS[flag] ?? flag, envVar, defaultOf(envVar, variable.path), variable.summary]
+    return [`${flag} ${metavar}`, envVar, defaultOf(envVar, variable.path), variable.summary]
   })
 ]
 

@@ -3,9 +3,8 @@
 import { Schema } from "effect"
 import type { LoadedConfig } from "../Config.js"
 import { PinboardConfigSchema } from "../config/Schema.js"
-import { isPlainObject, lookup } from "../config/Sources.js"
+import { isPlainObject, lookup, SECRET_KEYS } from "../config/Sources.js"
 
-const SECRET_KEYS: ReadonlySet<string> = new Set(["token", "secret"])
 const REDACTED = "(redacted)"
 
 /** A URL's password, if it has one, is a secret too. */

@@ -2,21 +2,12 @@
 // (docs/config.md "Data-plane auth", and 11 "Providers"). Shapes only; cross-references are checked in Schema.ts.
 import { createPublicKey } from "node:crypto"
 import { Schema } from "effect"
-import { CookieName, expected, expectedShape, HeaderName, NonEmptyString } from "./Fields.js"
+import { CookieName, expected, expectedShape, HeaderName, isHttpUrl, NonEmptyString } from "./Fields.js"
 
 const exact = { exact: true } as const
 
 const nonEmptyList = <S extends Schema.Schema.Any>(item: S, what: string) =>
   Schema.Array(item).pipe(Schema.filter((a) => a.length > 0, expectedShape(what)))
-
-const isHttpUrl = (s: string): boolean => {
-  try {
-    const { protocol } = new URL(s)
-    return protocol === "https:" || protocol === "http:"
-  } catch {
-    return false
-  }
-}
 
 const isSpkiPem = (s: string): boolean => {
   if (!s.includes("-----BEGIN PUBLIC KEY-----")) return false

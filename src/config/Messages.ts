@@ -1,10 +1,7 @@
 // Turns Schema issues into short lines naming the field (or environment variable),
 // what was expected and what was given: `PINBOARD_PORT: expected an integer from 1 to 65535, got "abc"`.
 import { ParseResult } from "effect"
-import { type EnvSource, lookup } from "./Sources.js"
-
-/** Values never echoed back in a message. */
-const SECRET_KEYS: ReadonlySet<PropertyKey> = new Set(["token", "secret"])
+import { type EnvSource, lookup, SECRET_KEYS } from "./Sources.js"
 
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(

@@ -47,6 +47,9 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   { name: "PINBOARD_OTLP_ENDPOINT", path: ["otlp", "endpoint"], kind: "string", summary: "OTLP/HTTP collector for traces; unset: no tracing" }
 ]
 
+/** Options whose values are never echoed back, in messages or by `pinboard config`. */
+export const SECRET_KEYS: ReadonlySet<PropertyKey> = new Set(["token", "secret"])
+
 export type Env = Readonly<Record<string, string | undefined>>
 
 /** A value laid over the file, from the environment or a flag, kept to name it in messages. */
@@ -66,10 +69,16 @@ export interface CommandLineFlags {
 }
 
 /** Each flag, named as typed, and the variable it overrides. */
-export const FLAG_VARS: ReadonlyArray<{ readonly key: Exclude<keyof CommandLineFlags, "config">; readonly flag: string; readonly envVar: string }> = [
-  { key: "port", flag: "--port", envVar: "PINBOARD_PORT" },
-  { key: "host", flag: "--host", envVar: "PINBOARD_HOST" },
-  { key: "redisUrl", flag: "--redis-url", envVar: "PINBOARD_REDIS_URL" }
+export const FLAG_VARS: ReadonlyArray<{
+  readonly key: Exclude<keyof CommandLineFlags, "config">
+  readonly flag: string
+  /** The value's name in `--help`. */
+  readonly metavar: string
+  readonly envVar: string
+}> = [
+  { key: "port", flag: "--port", metavar: "N", envVar: "PINBOARD_PORT" },
+  { key: "host", flag: "--host", metavar: "ADDRESS", envVar: "PINBOARD_HOST" },
+  { key: "redisUrl", flag: "--redis-url", metavar: "URL", envVar: "PINBOARD_REDIS_URL" }
 ]
 
 export type ConfigFileArgument =

@@ -18,9 +18,6 @@ export interface ExchangeNote {
   status?: number
 }
 
-/** What the client got when nothing was sent: 499, nginx's "client closed request". */
-export const CLIENT_CLOSED = 499
-
 export interface ExchangeObserver {
   /** Nothing to observe: the pipeline's notes go nowhere. */
   readonly idle: boolean

@@ -7,7 +7,8 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Layer, type Scope, Tracer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import { CLIENT_CLOSED, type ExchangeNote } from "./Exchange.js"
+import { CLIENT_CLOSED } from "../contract/StatusLine.js"
+import type { ExchangeNote } from "./Exchange.js"
 import { makeOtlpTracer } from "../serving/Otlp.js"
 
 /** What a span says of a placement (the registry's Placement has these, and more). */

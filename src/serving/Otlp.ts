@@ -6,6 +6,16 @@ import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { Effect, Layer, type Scope, type Tracer } from "effect"
 
+/** An endpoint OTLP/HTTP can send to: an http:// or https:// URL. */
+export const isOtlpEndpoint = (s: string): boolean => {
+  try {
+    const { protocol } = new URL(s)
+    return protocol === "http:" || protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
 /** Spans go to `<endpoint>/v1/traces`, as OTLP/HTTP's base-URL convention has it. */
 export const tracesUrl = (endpoint: string): string => `${endpoint.replace(/\/+$/, "")}/v1/traces`
 

@@ -4,8 +4,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
 import { EPOCH_HEADER } from "../contract/Headers.js"
+import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import { makeOtlpTracer } from "../serving/Otlp.js"
+import { isOtlpEndpoint, makeOtlpTracer } from "../serving/Otlp.js"
 
 export interface TracesOptions {
   /** The OTLP/HTTP collector's base URL (`http://collector:4318`): spans go to `<endpoint>/v1/traces`. */
@@ -17,22 +18,10 @@ export interface TracesOptions {
 /** Serves one request (`serve`) in its span, which ends when `res` closes. */
 export type TraceRequest = (req: IncomingMessage, res: ServerResponse, serve: () => Promise<void>) => Promise<void>
 
-/** What the client got when nothing was sent (nginx's "client closed request"), as Pinboard records it. */
-const CLIENT_CLOSED = 499
-
-const isHttpUrl = (s: string): boolean => {
-  try {
-    const { protocol } = new URL(s)
-    return protocol === "http:" || protocol === "https:"
-  } catch {
-    return false
-  }
-}
-
 /** The worker's request tracing; the exporter sends what is left when the scope closes. */
 export const makeTraceRequest = (options: TracesOptions, worker: string): Effect.Effect<TraceRequest, Error, Scope.Scope> =>
   Effect.gen(function* () {
-    if (!isHttpUrl(options.endpoint)) return yield* Effect.fail(new Error(`traces.endpoint: expected an http:// or https:// URL, got ${JSON.stringify(options.endpoint)}`))
+    if (!isOtlpEndpoint(options.endpoint)) return yield* Effect.fail(new Error(`traces.endpoint: expected an http:// or https:// URL, got ${JSON.stringify(options.endpoint)}`))
     const tracer = yield* makeOtlpTracer(options.endpoint, {
       serviceName: options.serviceName ?? "pinboard-worker",
       attributes: { "service.instance.id": worker }
