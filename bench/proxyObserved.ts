@@ -3,7 +3,8 @@
 // lines counted as this process reads them, none collected); then what their metrics and
 // access log cost on the hot path, as ratios against the plain Pinboard measured in the same
 // rounds, and a sanity line for each from one scrape of its `/metrics` after the measurements.
-import { freePort, type RedisServer } from "../test/support/RedisServer.js"
+import { freePort } from "../test/support/Ports.js"
+import { type RedisServer } from "../test/support/RedisServer.js"
 import { fmt, table, type Cell, type Scenario } from "./proxyReport.js"
 import { OBSERVED, startPinboard, TARGET_LABELS, type ObservedName, type PinboardProc, type TargetName } from "./proxyTargets.js"
 

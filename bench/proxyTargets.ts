@@ -5,7 +5,8 @@
 // With `--observability`, two more Pinboards on the same redis-server, started by
 // bench/proxyObserved.ts: metrics on, and metrics plus the access log.
 import WebSocket from "ws"
-import { freePort, type RedisServer } from "../test/support/RedisServer.js"
+import { freePort } from "../test/support/Ports.js"
+import { type RedisServer } from "../test/support/RedisServer.js"
 import { spawnNode, type Proc } from "./processes.js"
 import type { ObservedPinboard } from "./proxyObserved.js"
 

@@ -7,7 +7,8 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFile
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { killPid, spawnProcess, type Spawned } from "../../test/support/Processes.js"
-import { freePort, startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
+import { freePort } from "../../test/support/Ports.js"
+import { startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
 
 /** The repository root: this file runs as dist-bench/reliability/fuzz/fleet.js. */
 export const ROOT = new URL("../../../", import.meta.url).pathname

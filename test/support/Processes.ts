@@ -5,7 +5,7 @@ import net from "node:net"
 import { createInterface } from "node:readline"
 import { scaled } from "./Time.js"
 
-export { freePort } from "./RedisServer.js"
+export { freePort } from "./Ports.js"
 
 export interface Exit {
   readonly code: number | null

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { freePort } from "./RedisServer.js"
+import { freePort } from "./Ports.js"
 import { scaled } from "./Time.js"
 
 const run = promisify(execFile)
@@ -68,20 +68,10 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 1000
   const count = masters * (1 + replicas)
   const states: Array<NodeState> = []
-  const taken = new Set<number>()
-  const pickPort = async (): Promise<number> => {
-    for (;;) {
-      const port = await freePort()
-      if (port !== 6379 && port !== 16379 && !taken.has(port)) {
-        taken.add(port)
-        return port
-      }
-    }
-  }
   for (let i = 0; i < count; i++) {
     states.push({
-      port: await pickPort(),
-      busPort: await pickPort(),
+      port: await freePort(),
+      busPort: await freePort(),
       dir: mkdtempSync(join(tmpdir(), "pinboard-cluster-")),
       child: undefined
     })
@@ -115,14 +105,31 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
     state.child = child
   }
 
-  const waitAnswering = async (state: NodeState) => {
+  /** Waits until this node's redis-server answers on its port; false if it exited or another answers there. */
+  const answers = async (state: NodeState): Promise<boolean> => {
     const started = performance.now()
     for (;;) {
-      if (!isRunning(state.child)) throw new Error(`redis-server on ${state.port} exited`)
-      const pong = await cli(state.port, "PING").catch(() => "")
-      if (pong.trim() === "PONG") return
+      if (!isRunning(state.child)) return false
+      const pid = infoField(await cli(state.port, "INFO", "server").catch(() => ""), "process_id")
+      if (pid !== undefined) return Number(pid) === state.child?.pid
       if (performance.now() - started > scaled(10_000)) throw new Error(`redis-server on ${state.port} did not start`)
       await pollPause(20)
+    }
+  }
+
+  const waitAnswering = async (state: NodeState) => {
+    if (!(await answers(state))) throw new Error(`redis-server on ${state.port} exited`)
+  }
+
+  /** A node whose port another process took between the check and the bind starts again on fresh ports. */
+  const startNode = async (index: number) => {
+    for (let attempt = 1; ; attempt++) {
+      launch(states[index]!)
+      if (await answers(states[index]!)) return
+      killState(states[index]!)
+      if (attempt === 5) throw new Error(`redis-server on ${states[index]!.port} exited`)
+      rmSync(join(states[index]!.dir, "nodes.conf"), { force: true })
+      states[index] = { ...states[index]!, port: await freePort(), busPort: await freePort(), child: undefined }
     }
   }
 
@@ -195,8 +202,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
   }
 
   try {
-    for (const state of states) launch(state)
-    for (const state of states) await waitAnswering(state)
+    await Promise.all(states.map((_, index) => startNode(index)))
     await run(
       "redis-cli",
       [

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freePort } from "./Ports.js"
 import { scaled } from "./Time.js"
 
 export interface RedisServer {
@@ -16,44 +17,54 @@ export interface RedisServer {
   readonly stopSync: () => void
 }
 
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.unref()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
-const ping = (port: number): Promise<boolean> =>
+/** The process_id of the redis-server answering on `port`, or undefined while none answers. */
+const servedBy = (port: number): Promise<number | undefined> =>
   new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1")
-    socket.once("connect", () => {
-      socket.write("PING\r\n")
-      socket.once("data", (data) => {
+    let answer = ""
+    socket.once("connect", () => socket.write("INFO server\r\n"))
+    socket.on("data", (data) => {
+      answer += data.toString()
+      const pid = /^process_id:(\d+)\r?$/m.exec(answer)
+      if (pid !== null) {
         socket.destroy()
-        resolve(data.toString().startsWith("+PONG"))
-      })
+        resolve(Number(pid[1]))
+      }
     })
-    socket.once("error", () => resolve(false))
+    socket.once("error", () => resolve(undefined))
+    socket.once("close", () => resolve(undefined))
   })
+
+class PortTaken extends Error {}
 
 const waitForPort = async (port: number, child: ChildProcess, nominalMs: number): Promise<void> => {
   const deadlineMs = scaled(nominalMs)
   const started = performance.now()
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`)
-    if (await ping(port)) return
+    if (child.exitCode !== null) throw new PortTaken(`redis-server exited with ${child.exitCode} (is ${port} taken?)`)
+    const pid = await servedBy(port)
+    if (pid === child.pid) return
+    if (pid !== undefined) throw new PortTaken(`another redis-server answers on ${port}`)
     if (performance.now() - started > deadlineMs) throw new Error("redis-server did not start")
     await new Promise((r) => setTimeout(r, 20)) // the poll's cadence
   }
 }
 
+/**
+ * Starts redis-server on `fixedPort`, or on a free port: should another process take that port
+ * between the check and the bind, it starts again on another.
+ */
 export const startRedisServer = async (fixedPort?: number): Promise<RedisServer> => {
-  const port = fixedPort ?? (await freePort())
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOn(fixedPort ?? (await freePort()))
+    } catch (error) {
+      if (!(error instanceof PortTaken) || fixedPort !== undefined || attempt === 5) throw error
+    }
+  }
+}
+
+const startOn = async (port: number): Promise<RedisServer> => {
   if (port === 6379) throw new Error("never port 6379: this machine's own Redis runs there")
   const dir = mkdtempSync(join(tmpdir(), "pinboard-redis-"))
   const child = spawn(

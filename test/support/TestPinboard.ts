@@ -3,7 +3,7 @@
 import { Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
 import { appLayer } from "../../src/App.js"
 import type { PinboardConfig } from "../../src/Config.js"
-import { freePort } from "./RedisServer.js"
+import { freePort } from "./Ports.js"
 import { configForTests } from "./TestConfig.js"
 import { poll, scaled } from "./Time.js"
 
