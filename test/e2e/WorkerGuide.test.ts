@@ -10,7 +10,7 @@
 // are not in it), and its `npm ci` is the repository's own node_modules linked in (the same
 // lock file; a real `npm ci` costs a minute more). The app's install reaches the npm registry.
 import { execFile } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -99,11 +99,14 @@ describe("docs/worker.md, followed from a fresh clone", () => {
       expect(guide).toContain("Save this as `counter.ts`")
       writeFileSync(join(app, "counter.ts"), counterSource())
 
-      // The guide's TypeScript type-checks (strict, nodenext), with the checkout's tsc.
+      // The types the library's declarations name (node's, ws') come with the package.
+      expect(existsSync(join(app, "node_modules", "@types", "ws")), "@types/ws installed with pinboard").toBe(true)
+      expect(existsSync(join(app, "node_modules", "@types", "node")), "@types/node installed with pinboard").toBe(true)
+      // The guide's TypeScript type-checks (strict, nodenext) with the app's own types and the checkout's tsc.
       const tscStarted = performance.now()
       await run(
         join(dir, "pinboard", "node_modules", ".bin", "tsc"),
-        ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--skipLibCheck", "--typeRoots", join(root, "node_modules", "@types"), "--types", "node", "counter.ts"],
+        ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--skipLibCheck", "--types", "node", "counter.ts"],
         { cwd: app, timeout: scaled(60_000) }
       ).catch((error: { stdout?: string }) => {
         throw new Error(`counter.ts does not type-check:\n${error.stdout ?? String(error)}`)
