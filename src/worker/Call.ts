@@ -10,6 +10,7 @@ import { SignJWT } from "jose"
 import { Agent, type Dispatcher } from "undici"
 import { PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { CALLER_HEADER } from "../contract/Headers.js"
+import { TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import type { CallInit, CallInstance } from "./Definition.js"
 
 /** Caller tokens live this long (docs/config.md: at most 60 s). */
@@ -24,6 +25,8 @@ export interface Caller {
   readonly depth: number
   /** The hostname a call goes to unless its init names one (hostname-aware mode). */
   readonly hostname: string | undefined
+  /** The `traceparent` a call carries unless its init sets one: the calls join the request's trace. */
+  readonly traceparent?: string | undefined
 }
 
 export const mintCallerToken = (caller: Caller, key: Uint8Array, nowMs: number): Promise<string> => {
@@ -85,6 +88,7 @@ export const makeCalls = (pinboard: string, key: Uint8Array, now: () => number):
       const { hostname = caller.hostname, ...request } = init
       const headers = new Headers(request.headers)
       headers.set(CALLER_HEADER, await mintCallerToken(caller, key, now()))
+      if (caller.traceparent !== undefined && !headers.has(TRACEPARENT_HEADER)) headers.set(TRACEPARENT_HEADER, caller.traceparent)
       const rest = path === "" || path.startsWith("/") || path.startsWith("?") ? path : `/${path}`
       const url = `${base}${namespace}/${encodeURIComponent(id)}${rest}`
       return fetch(url, { ...request, headers, ...(hostname === undefined ? {} : { dispatcher: dispatcherFor(hostname) }) })

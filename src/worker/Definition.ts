@@ -56,7 +56,7 @@ export interface InstanceRequest<S> extends RequestIdentity {
   /** The path after the id (always starting with `/`), without the query. */
   readonly path: string
   readonly query: URLSearchParams
-  /** Calls another instance on behalf of this request (its depth is carried). */
+  /** Calls another instance on behalf of this request (its depth and its trace context are carried). */
   readonly call: CallInstance
 }
 

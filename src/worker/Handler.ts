@@ -2,12 +2,14 @@
 // `Pinboard-Attestation` for this worker (else 401); a new activation while the lease is
 // unhealthy is refused with the in-band refusal (docs/proxy.md "Retries") (503, `Pinned-Refusal:
 // lease-unhealthy`) so Pinboard places the id elsewhere; the rest of the path goes to the
-// definition's routes (Routes.ts: 405 with `Allow`, HEAD from GET).
+// definition's routes (Routes.ts: 405 with `Allow`, HEAD from GET). Calls the instance makes
+// while serving carry the request's trace context on.
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type { WebSocketServer } from "ws"
 import { ATTESTATION_HEADER, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract/Headers.js"
 import { statusLine } from "../contract/StatusLine.js"
+import { parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import type { Activation, Activations } from "./Activations.js"
 import { verifyAttestation, type Attested } from "./Attestation.js"
 import type { Caller } from "./Call.js"
@@ -52,7 +54,13 @@ type Admitted =
   | { readonly _tag: "Admitted"; readonly request: InstanceRequest<unknown>; readonly activation: Activation; readonly definition: InstanceDefinition<unknown> }
   | { readonly _tag: "Refused"; readonly status: number; readonly error: string; readonly headers?: Record<string, string> }
 
-const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted> => {
+/** The request's own `traceparent`, when it is well formed: what its calls pass on when the worker does not trace. */
+const receivedTraceParent = (req: IncomingMessage): string | undefined => {
+  const value = req.headers[TRACEPARENT_HEADER]
+  return parseTraceParent(value) === undefined ? undefined : (value as string)
+}
+
+const admit = async (deps: HandlerDeps, req: IncomingMessage, traceparent: string | undefined): Promise<Admitted> => {
   const attested = await verifyAttestation(req.headers[ATTESTATION_HEADER], deps.key, deps.worker, deps.now())
   if (attested === undefined) return { _tag: "Refused", status: 401, error: "missing or invalid Pinboard-Attestation" }
   const definition = deps.definitions.get(attested.namespace)
@@ -72,15 +80,21 @@ const admit = async (deps: HandlerDeps, req: IncomingMessage): Promise<Admitted>
     scopes: attested.scopes,
     caller: attested.caller,
     hostname: attested.hostname,
-    call: deps.callAs({ ...placementOf(attested), worker: deps.worker, epoch: activation.epoch, depth: attested.depth, hostname: attested.hostname })
+    call: deps.callAs({ ...placementOf(attested), worker: deps.worker, epoch: activation.epoch, depth: attested.depth, hostname: attested.hostname, traceparent })
   }
   return { _tag: "Admitted", request, activation, definition }
 }
 
-export const handleRequest = async (deps: HandlerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+/** `traceparent` names the span serving the request, when the worker traces it. */
+export const handleRequest = async (
+  deps: HandlerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  traceparent = receivedTraceParent(req)
+): Promise<void> => {
   let admitted: Admitted
   try {
-    admitted = await admit(deps, req)
+    admitted = await admit(deps, req, traceparent)
   } catch (error) {
     deps.log(`${req.method} ${req.url}: activation failed`, error)
     return json(res, 500, { error: "activation failed" })
@@ -111,7 +125,7 @@ export const handleUpgrade = async (deps: HandlerDeps, req: IncomingMessage, soc
   socket.on("error", () => socket.destroy())
   let admitted: Admitted
   try {
-    admitted = await admit(deps, req)
+    admitted = await admit(deps, req, receivedTraceParent(req))
   } catch (error) {
     deps.log(`upgrade ${req.url}: activation failed`, error)
     return bareStatus(socket, 500)

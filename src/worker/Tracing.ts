@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
 import { EPOCH_HEADER } from "../contract/Headers.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
-import { parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
+import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import { isOtlpEndpoint, makeOtlpTracer } from "../serving/Otlp.js"
 
 export interface TracesOptions {
@@ -15,8 +15,11 @@ export interface TracesOptions {
   readonly serviceName?: string
 }
 
-/** Serves one request (`serve`) in its span, which ends when `res` closes. */
-export type TraceRequest = (req: IncomingMessage, res: ServerResponse, serve: () => Promise<void>) => Promise<void>
+/**
+ * Serves one request (`serve`) in its span, which ends when `res` closes; `serve` gets the
+ * `traceparent` naming that span (none when the caller did not sample the request).
+ */
+export type TraceRequest = (req: IncomingMessage, res: ServerResponse, serve: (traceparent?: string) => Promise<void>) => Promise<void>
 
 /** The worker's request tracing; the exporter sends what is left when the scope closes. */
 export const makeTraceRequest = (options: TracesOptions, worker: string): Effect.Effect<TraceRequest, Error, Scope.Scope> =>
@@ -44,6 +47,6 @@ export const makeTraceRequest = (options: TracesOptions, worker: string): Effect
         span.attribute("http.response.status_code", status)
         span.end(clock.unsafeCurrentTimeNanos(), status >= 500 ? Exit.fail(`status ${status}`) : Exit.void)
       })
-      return serve()
+      return serve(formatTraceParent(span.traceId, span.spanId, true))
     }
   })

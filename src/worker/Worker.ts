@@ -164,7 +164,7 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const inFlight = makeInFlight()
     server.on("request", (req, res) => {
       inFlight.track(res)
-      void (traceRequest === undefined ? handleRequest(deps, req, res) : traceRequest(req, res, () => handleRequest(deps, req, res)))
+      void (traceRequest === undefined ? handleRequest(deps, req, res) : traceRequest(req, res, (traceparent) => handleRequest(deps, req, res, traceparent)))
     })
     server.on("upgrade", (req, socket, head) => void handleUpgrade(deps, req, socket, head))
 

@@ -27,12 +27,15 @@ let receiver: OtlpReceiver
 const lf = new LibraryFleet()
 const LIBRARY_NS = `/${uid("lib")}`
 const ECHO_NS = `/${uid("echo")}`
+const UNTRACED_NS = `/${uid("untraced")}`
 let library: LibraryWorker
+let untraced: LibraryWorker
 
 beforeAll(async () => {
   receiver = await OtlpReceiver.start()
   await lf.start({ env: { PINBOARD_OTLP_ENDPOINT: receiver.url } })
   library = await lf.worker({ namespaces: [LIBRARY_NS], otlpEndpoint: receiver.url })
+  untraced = await lf.worker({ namespaces: [UNTRACED_NS] })
   await lf.fleet.worker(lf.pinboard, { id: uid("echo"), namespaces: [ECHO_NS] })
 }, scaled(60_000))
 
@@ -100,6 +103,44 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
       "pinboard.epoch": epoch,
       "http.response.status_code": 200
     })
+  })
+
+  it("carries the trace through a call from an instance: the call's request span is a child of the calling handler", async () => {
+    const traceId = hex(16)
+    const id = uid()
+    const answer = await request(lf.pinboard, `${LIBRARY_NS}/${id}/chain?to=1`, { method: "POST", headers: { traceparent: traceparent(traceId, hex(8)) } })
+    expect(answer.status).toBe(200)
+    const spans = await eventually(() => {
+      const inTrace = receiver.spans().filter((span) => span.traceId === traceId)
+      const named = (service: string, name: string) => inTrace.filter((span) => span.service === service && span.name === name)
+      if (named("pinboard-worker", "instance handler").length < 2 || named("pinboard", "forward").length < 2) throw new Error(`trace ${traceId} incomplete: ${JSON.stringify(inTrace)}`)
+      return named
+    }, EXPORTED_WITHIN_MS)
+    const handlerOf = (path: string) => spans("pinboard-worker", "instance handler").find((span) => span.attributes["url.path"] === path)!
+    const caller = handlerOf(`${LIBRARY_NS}/${id}/chain`)
+    const callee = handlerOf(`${LIBRARY_NS}/${id}.1/chain`)
+    const requests = spans("pinboard", "instance request")
+    const call = requests.find((span) => span.attributes["pinboard.id"] === `${id}.1`)!
+    expect(call.parentSpanId).toBe(caller.spanId)
+    const callForward = spans("pinboard", "forward").find((span) => span.parentSpanId === call.spanId)!
+    expect(callee.parentSpanId).toBe(callForward.spanId)
+  })
+
+  it("passes the trace on through a worker that does not trace: its calls carry the traceparent it was sent", async () => {
+    const traceId = hex(16)
+    const id = uid()
+    const answer = await request(lf.pinboard, `${UNTRACED_NS}/${id}/chain?to=1`, { method: "POST", headers: { traceparent: traceparent(traceId, hex(8)) } })
+    expect(answer.status).toBe(200)
+    const spans = await eventually(() => {
+      const inTrace = receiver.spans().filter((span) => span.traceId === traceId)
+      if (inTrace.filter((span) => span.name === "forward").length < 2) throw new Error(`trace ${traceId} incomplete: ${JSON.stringify(inTrace)}`)
+      return inTrace
+    }, EXPORTED_WITHIN_MS)
+    const requestFor = (instance: string) => spans.find((span) => span.name === "instance request" && span.attributes["pinboard.id"] === instance)!
+    const firstForward = spans.find((span) => span.name === "forward" && span.parentSpanId === requestFor(id).spanId)!
+    expect(requestFor(`${id}.1`).parentSpanId).toBe(firstForward.spanId)
+    expect(spans.filter((span) => span.service === "pinboard-worker")).toEqual([])
+    expect(untraced.id).toBe(firstForward.attributes["pinboard.worker"])
   })
 
   it("sends the worker a traceparent naming its forward span, and the client's tracestate unchanged", async () => {
