@@ -30,7 +30,7 @@ describe("a membership view's proposal", () => {
   it("is the reference choice over the view's candidates, whatever the cached rankings hold", () => {
     // Mostly draining workers: often none of a ranking's 8 is a candidate, and the whole list is ranked.
     fc.assert(
-      fc.property(fleet, fc.array(fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", "x"), { minLength: 1, maxLength: 6 }), fc.double({ min: 0, max: 0.999 }), (workers, affinities, r) => {
+      fc.property(fleet, fc.array(fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", "x"), { minLength: 1, maxLength: 6 }), fc.double({ min: 0, max: 0.999, noNaN: true }), (workers, affinities, r) => {
         const view = emptyView()
         const ids = workers.map((_, i) => `w${String(i).padStart(2, "0")}`)
         applyUpdates(view, workers.map((w, i) => ({ worker: ids[i]!, record: record(ids[i]!, w.headroom, w.draining) })))
