@@ -115,17 +115,30 @@ export const handleRequest = async (
   }
 }
 
-const bareStatus = (socket: Duplex, status: number, headers: Record<string, string> = {}) => {
+/** Answers an upgrade with a bare status; gives that status. */
+const bareStatus = (socket: Duplex, status: number, headers: Record<string, string> = {}): number => {
   let head = `${statusLine(status)}\r\n`
   for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
   socket.end(`${head}connection: close\r\ncontent-length: 0\r\n\r\n`)
+  return status
 }
 
-export const handleUpgrade = async (deps: HandlerDeps, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+/**
+ * Gives the status the upgrade ended with: 101 once the WebSocket is open, the refusal's, or
+ * none when the socket closed before either. `traceparent` names the span handling it, when
+ * the worker traces it.
+ */
+export const handleUpgrade = async (
+  deps: HandlerDeps,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  traceparent = receivedTraceParent(req)
+): Promise<number | undefined> => {
   socket.on("error", () => socket.destroy())
   let admitted: Admitted
   try {
-    admitted = await admit(deps, req, receivedTraceParent(req))
+    admitted = await admit(deps, req, traceparent)
   } catch (error) {
     deps.log(`upgrade ${req.url}: activation failed`, error)
     return bareStatus(socket, 500)
@@ -137,23 +150,28 @@ export const handleUpgrade = async (deps: HandlerDeps, req: IncomingMessage, soc
     return bareStatus(socket, 404)
   }
   const onSocket = definition.webSocket
-  // A malformed upgrade is answered by ws without calling back: the use ends with the socket.
-  let opened = false
-  socket.once("close", () => {
-    if (!opened) deps.activations.leave(activation)
-  })
-  deps.webSockets.handleUpgrade(req, socket, head, (ws) => {
-    opened = true
-    activation.sockets.add(ws)
-    ws.once("close", () => {
-      activation.sockets.delete(ws)
+  return new Promise((resolve) => {
+    // A malformed upgrade is answered by ws without calling back: the use ends with the socket.
+    let opened = false
+    socket.once("close", () => {
+      if (opened) return
       deps.activations.leave(activation)
+      resolve(undefined)
     })
-    try {
-      onSocket(ws, request)
-    } catch (error) {
-      deps.log(`upgrade ${req.url}: handler failed`, error)
-      ws.close(1011, "handler failed")
-    }
+    deps.webSockets.handleUpgrade(req, socket, head, (ws) => {
+      opened = true
+      resolve(101)
+      activation.sockets.add(ws)
+      ws.once("close", () => {
+        activation.sockets.delete(ws)
+        deps.activations.leave(activation)
+      })
+      try {
+        onSocket(ws, request)
+      } catch (error) {
+        deps.log(`upgrade ${req.url}: handler failed`, error)
+        ws.close(1011, "handler failed")
+      }
+    })
   })
 }

@@ -1,6 +1,7 @@
 // Traces in the worker library (docs/worker.md "Traces"): with the `traces` option, every
-// request Pinboard forwards is served in a span continued from its `traceparent`, which names
-// Pinboard's forward span, and exported as OTLP/HTTP JSON like Pinboard's (serving/Otlp.ts).
+// request and upgrade Pinboard forwards is served in a span continued from its `traceparent`,
+// which names Pinboard's forward span, and exported as OTLP/HTTP JSON like Pinboard's
+// (serving/Otlp.ts).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
 import { EPOCH_HEADER } from "../contract/Headers.js"
@@ -21,8 +22,19 @@ export interface TracesOptions {
  */
 export type TraceRequest = (req: IncomingMessage, res: ServerResponse, serve: (traceparent?: string) => Promise<void>) => Promise<void>
 
-/** The worker's request tracing; the exporter sends what is left when the scope closes. */
-export const makeTraceRequest = (options: TracesOptions, worker: string): Effect.Effect<TraceRequest, Error, Scope.Scope> =>
+/**
+ * Handles one upgrade (`handle`) in its span, which ends with the status `handle` gives: 101
+ * once the WebSocket is open, the refusal's status, or none when the socket closed before either.
+ */
+export type TraceUpgrade = (req: IncomingMessage, handle: (traceparent?: string) => Promise<number | undefined>) => Promise<void>
+
+export interface WorkerTracing {
+  readonly request: TraceRequest
+  readonly upgrade: TraceUpgrade
+}
+
+/** The worker's tracing of requests and upgrades; the exporter sends what is left when the scope closes. */
+export const makeWorkerTracing = (options: TracesOptions, worker: string): Effect.Effect<WorkerTracing, Error, Scope.Scope> =>
   Effect.gen(function* () {
     if (!isOtlpEndpoint(options.endpoint)) return yield* Effect.fail(new Error(`traces.endpoint: expected an http:// or https:// URL, got ${JSON.stringify(options.endpoint)}`))
     const tracer = yield* makeOtlpTracer(options.endpoint, {
@@ -30,23 +42,40 @@ export const makeTraceRequest = (options: TracesOptions, worker: string): Effect
       attributes: { "service.instance.id": worker }
     })
     const clock = yield* Effect.clock
-    return (req, res, serve) => {
+
+    /** The span for `req`, continued from its `traceparent`; undefined when the caller did not sample it. */
+    const startSpan = (req: IncomingMessage, name: string): Tracer.Span | undefined => {
       const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
-      // The caller did not sample this request: no span.
-      if (caller !== undefined && !caller.sampled) return serve()
+      if (caller !== undefined && !caller.sampled) return undefined
       const parent = caller === undefined ? Option.none() : Option.some(Tracer.externalSpan(caller))
-      const span = tracer.span("instance handler", parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "server")
+      const span = tracer.span(name, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "server")
       span.attribute("http.request.method", req.method ?? "GET")
       // The path without its query: queries may carry secrets.
       span.attribute("url.path", (req.url ?? "/").split("?", 1)[0])
       span.attribute("pinboard.worker", worker)
       const epoch = req.headers[EPOCH_HEADER]
       if (typeof epoch === "string") span.attribute("pinboard.epoch", epoch)
-      res.once("close", () => {
-        const status = res.headersSent ? res.statusCode : CLIENT_CLOSED
-        span.attribute("http.response.status_code", status)
-        span.end(clock.unsafeCurrentTimeNanos(), status >= 500 ? Exit.fail(`status ${status}`) : Exit.void)
-      })
-      return serve(formatTraceParent(span.traceId, span.spanId, true))
+      return span
+    }
+
+    const end = (span: Tracer.Span, status: number | undefined) => {
+      if (status !== undefined) span.attribute("http.response.status_code", status)
+      span.end(clock.unsafeCurrentTimeNanos(), status !== undefined && status >= 500 ? Exit.fail(`status ${status}`) : Exit.void)
+    }
+
+    const traceparentOf = (span: Tracer.Span) => formatTraceParent(span.traceId, span.spanId, true)
+
+    return {
+      request: (req, res, serve) => {
+        const span = startSpan(req, "instance handler")
+        if (span === undefined) return serve()
+        res.once("close", () => end(span, res.headersSent ? res.statusCode : CLIENT_CLOSED))
+        return serve(traceparentOf(span))
+      },
+      upgrade: async (req, handle) => {
+        const span = startSpan(req, "instance upgrade")
+        if (span === undefined) return void (await handle())
+        end(span, await handle(traceparentOf(span)))
+      }
     }
   })

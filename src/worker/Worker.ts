@@ -15,7 +15,7 @@ import { makeCalls } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
 import { keepLease } from "./Lease.js"
-import { makeTraceRequest, type TracesOptions } from "./Tracing.js"
+import { makeWorkerTracing, type TracesOptions } from "./Tracing.js"
 import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
 import { windDown } from "./WindDown.js"
 import { failureLog, withWorkerLog, type WorkerLog } from "./WorkerLog.js"
@@ -105,7 +105,7 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const host = options.host ?? "127.0.0.1"
 
     // Made before the stop's finalizer, so that it sends the last spans after the stop.
-    const traceRequest = options.traces === undefined ? undefined : yield* makeTraceRequest(options.traces, options.worker)
+    const tracing = options.traces === undefined ? undefined : yield* makeWorkerTracing(options.traces, options.worker)
     const server = http.createServer()
     const port = yield* Effect.acquireRelease(listen(server, options.port ?? 0, host), () =>
       Effect.sync(() => server.closeAllConnections()).pipe(
@@ -164,9 +164,11 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const inFlight = makeInFlight()
     server.on("request", (req, res) => {
       inFlight.track(res)
-      void (traceRequest === undefined ? handleRequest(deps, req, res) : traceRequest(req, res, (traceparent) => handleRequest(deps, req, res, traceparent)))
+      void (tracing === undefined ? handleRequest(deps, req, res) : tracing.request(req, res, (traceparent) => handleRequest(deps, req, res, traceparent)))
     })
-    server.on("upgrade", (req, socket, head) => void handleUpgrade(deps, req, socket, head))
+    server.on("upgrade", (req, socket, head) =>
+      void (tracing === undefined ? handleUpgrade(deps, req, socket, head) : tracing.upgrade(req, (traceparent) => handleUpgrade(deps, req, socket, head, traceparent)))
+    )
 
     const grace = Duration.millis(options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
     const stopping = Effect.gen(function* () {

@@ -5,6 +5,7 @@
 // 5 s), so the checks poll the receiver.
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import WebSocket from "ws"
 import { eventually, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
 import { LibraryFleet, type LibraryWorker } from "../support/LibraryFleet.js"
 import { OtlpReceiver, type ReceivedSpan } from "../support/OtlpReceiver.js"
@@ -141,6 +142,31 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     expect(requestFor(`${id}.1`).parentSpanId).toBe(firstForward.spanId)
     expect(spans.filter((span) => span.service === "pinboard-worker")).toEqual([])
     expect(untraced.id).toBe(firstForward.attributes["pinboard.worker"])
+  })
+
+  it("traces a WebSocket upgrade into the library worker: its instance upgrade span, 101, under Pinboard's forward", async () => {
+    const traceId = hex(16)
+    const clientSpan = hex(8)
+    const id = uid()
+    const socket = new WebSocket(`ws://127.0.0.1:${lf.pinboard.port}${LIBRARY_NS}/${id}/ws`, { headers: { traceparent: traceparent(traceId, clientSpan) } })
+    const hello = await new Promise<{ epoch: string }>((resolve, reject) => {
+      socket.once("message", (data: Buffer) => resolve(JSON.parse(data.toString()) as { epoch: string }))
+      socket.once("error", reject)
+    })
+    socket.close()
+    const span = await awaitTrace(traceId, [...PINBOARD_SPANS, ["pinboard-worker", "instance upgrade"]])
+    expect(span("pinboard", "instance request").attributes).toMatchObject({ "http.response.status_code": 101 })
+    const upgrade = span("pinboard-worker", "instance upgrade")
+    expect(upgrade.parentSpanId).toBe(span("pinboard", "forward").spanId)
+    expect(upgrade.kind).toBe(SERVER)
+    expect(upgrade.status.code).not.toBe(ERROR)
+    expect(upgrade.attributes).toMatchObject({
+      "http.request.method": "GET",
+      "url.path": `${LIBRARY_NS}/${id}/ws`,
+      "pinboard.worker": library.id,
+      "pinboard.epoch": hello.epoch,
+      "http.response.status_code": 101
+    })
   })
 
   it("sends the worker a traceparent naming its forward span, and the client's tracestate unchanged", async () => {
