@@ -63,17 +63,18 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const call = async (pinboard: ChaosFleet["pinboards"][number], kind: ClientRecord["kind"], id: string, op: string): Promise<ClientRecord> => {
   const sentAt = Date.now()
   const via = pinboard.name
+  const path = `/counters/${id}/${kind === "increment" ? "increment" : "value"}`
   try {
-    const response = await fetch(`http://127.0.0.1:${pinboard.port}/counters/${id}/${kind === "increment" ? "increment" : "value"}`, {
+    const response = await fetch(`http://127.0.0.1:${pinboard.port}${path}`, {
       method: kind === "increment" ? "POST" : "GET",
       ...(kind === "increment" ? { body: op } : {}),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
     })
     const body = await response.text()
-    return { kind, op, id, via, sentAt, answeredAt: Date.now(), status: response.status, body }
+    return { kind, op, id, path, via, sentAt, answeredAt: Date.now(), status: response.status, body }
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code
-    return { kind, op, id, via, sentAt, answeredAt: Date.now(), error: cause ?? (error instanceof Error ? error.name : String(error)) }
+    return { kind, op, id, path, via, sentAt, answeredAt: Date.now(), error: cause ?? (error instanceof Error ? error.name : String(error)) }
   }
 }
 
@@ -198,7 +199,8 @@ const main = async (): Promise<boolean> => {
     clients: records,
     finalValues: await finalValues(fleet),
     known: knownAnswers,
-    pinboardDowns: windowsOf("Pinboard killed, restarted")
+    pinboardDowns: windowsOf("Pinboard killed, restarted"),
+    clientsLeft: fleet.clientsLeft
   })
   const totalFaults = [...faults.values()].reduce((a, b) => a + b, 0)
   log("")

@@ -16,6 +16,7 @@
 //   Pinboard that was not killed while it was on its way.
 import { compareEpochs } from "../../src/contract/Epochs.js"
 import { catalogue } from "../../src/Errors.js"
+import { whereHung, type ClientLeft } from "./clientsLeft.js"
 
 export type WorkerEvent =
   | { readonly t: number; readonly worker: string; readonly ev: "activate"; readonly id: string; readonly epoch: string; readonly value: number }
@@ -29,6 +30,8 @@ export interface ClientRecord {
   readonly kind: "increment" | "read"
   readonly op: string
   readonly id: string
+  /** The request's path. */
+  readonly path: string
   /** When it was sent and when its answer was in (ms). */
   readonly sentAt: number
   readonly answeredAt: number
@@ -78,6 +81,8 @@ export interface AuditInput {
   readonly known: ReadonlyArray<KnownAnswer>
   /** When each Pinboard was down: from its kill until it was healthy again. */
   readonly pinboardDowns: ReadonlyArray<Window>
+  /** Pinboard's 499 access lines: where a hung request was waiting. */
+  readonly clientsLeft: ReadonlyArray<ClientLeft>
 }
 
 export interface AuditResult {
@@ -170,7 +175,7 @@ export const audit = (input: AuditInput): AuditResult => {
       count(unanswered, record.error ?? "no answer")
       if (record.error === HANG) {
         hangs++
-        problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, no answer in ${record.answeredAt - record.sentAt} ms`)
+        problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, no answer in ${record.answeredAt - record.sentAt} ms; ${whereHung(record, input.clientsLeft)}`)
       } else if (!input.pinboardDowns.some((down) => overlaps(record, down))) {
         unansweredWhileUp++
         problems.push(`${record.op} via ${record.via}: sent at ${record.sentAt}, ${record.error ?? "no answer"} while it was up`)

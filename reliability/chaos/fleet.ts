@@ -10,6 +10,7 @@ import { freePort } from "../../test/support/Ports.js"
 import { startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
 import { startRedisCluster, type RedisCluster } from "../../test/support/RedisCluster.js"
 import { spawnNode, type Proc } from "../../bench/processes.js"
+import { clientLeftOf, type ClientLeft } from "./clientsLeft.js"
 import type { WorkerSpec } from "./counterWorker.js"
 import { openLink, type Link } from "./link.js"
 
@@ -53,6 +54,8 @@ export interface ChaosFleet {
   /** On one redis-server, each Pinboard's registry connection goes through `redisLink`. */
   readonly pinboards: ReadonlyArray<Restartable & { readonly port: number; readonly redisLink: Link | undefined }>
   readonly workers: ReadonlyArray<Restartable & { readonly link: Link; readonly logFile: string }>
+  /** The Pinboards' 499 access lines so far (the access log is on). */
+  readonly clientsLeft: ReadonlyArray<ClientLeft>
   readonly stop: () => Promise<void>
   /** For exit paths that cannot wait: the redis-servers are not node processes of bench/processes.ts. */
   readonly stopSync: () => void
@@ -109,6 +112,7 @@ const startProcesses = async (
   registry: SingleRegistry | ClusterRegistry,
   stopSync: () => void
 ): Promise<ChaosFleet> => {
+  const clientsLeft: Array<ClientLeft> = []
   const pinboards = await Promise.all(
     ["pinboard-a", "pinboard-b"].map(async (name) => {
       const port = await freePort()
@@ -119,7 +123,8 @@ const startProcesses = async (
         PINBOARD_TOKEN: TOKEN,
         PINBOARD_PORT: String(port),
         PINBOARD_HOST: "127.0.0.1",
-        PINBOARD_LEASE_MS: String(options.leaseMs)
+        PINBOARD_LEASE_MS: String(options.leaseMs),
+        PINBOARD_ACCESS_LOG: "true"
       }
       const entry: Restartable & { port: number; redisLink: Link | undefined } = {
         name,
@@ -128,6 +133,10 @@ const startProcesses = async (
         current: undefined as unknown as Proc,
         start: async () => {
           entry.current = spawnNode(name, undefined, MAIN, [], env)
+          entry.current.onLine((line) => {
+            const left = clientLeftOf(name, line)
+            if (left !== undefined) clientsLeft.push(left)
+          })
           await waitHealthy(port, entry.current)
         }
       }
@@ -175,6 +184,7 @@ const startProcesses = async (
     registry,
     pinboards,
     workers,
+    clientsLeft,
     stop: async () => {
       for (const link of [...workers.map((w) => w.link), ...pinboards.map((p) => p.redisLink)]) link?.close()
       await Promise.all([storage.stop(), registry.mode === "single" ? registry.server.stop() : registry.cluster.stop()])

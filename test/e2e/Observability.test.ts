@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import WebSocket from "ws"
 import { eventually, Fleet, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
 import { freePort } from "../support/Processes.js"
-import { request, type Answer } from "../support/Wire.js"
+import { rawConnection, rawRequestHead, request, type Answer } from "../support/Wire.js"
 import { scaled } from "../support/Time.js"
 
 // ---- the Prometheus text format (0.0.4), parsed here ------------------------------------------
@@ -540,6 +540,23 @@ describe("logs", () => {
     expect(observed.process.lines.filter((line) => line.includes("secret"))).toEqual([])
     const notInstance = accessLines(observed).filter((line) => /^\/(registry|healthz|readyz)(\/|$)/.test(String(line.path)))
     expect(notInstance).toEqual([])
+  })
+
+  it("access log on: a client that leaves while its worker holds the headers is 499, naming that worker and epoch", async () => {
+    const id = uid("left")
+    const placed = await request(observed, `/threads/${id}/echo`)
+    expect(placed.status).toBe(200)
+    const { worker, headers } = echoOf(placed)
+    const hold = uid("hold")
+    const path = `/threads/${id}/hold`
+    const client = await rawConnection(observed.port)
+    client.write(rawRequestHead("GET", `${path}?name=${hold}&silent=1`, [["Host", "client.example"]]))
+    await eventually(async () => expect((await scrape(metricsPort)).get("pinboard_worker_inflight", { worker })).toBe(1))
+    client.close()
+
+    const left = (await accessFor(observed, path))[0]!
+    expect(left).toMatchObject({ method: "GET", namespace: "/threads", id, status: 499, worker, epoch: headers["pinboard-epoch"] })
+    expect((await request(observed, `/threads/${id}/release?name=${hold}`)).status).toBeLessThan(500)
   })
 
   it("access log off (the default): no access lines after traffic", async () => {

@@ -3,6 +3,7 @@
 // Pinboard that was up (reliability/chaos/audit.ts).
 import { describe, expect, it } from "vitest"
 import { answersDuring, audit, HANG, knownAnswers, type ClientRecord, type WorkerEvent } from "../../reliability/chaos/audit.js"
+import { clientLeftOf } from "../../reliability/chaos/clientsLeft.js"
 import { internalError } from "../../src/Errors.js"
 
 const known = [{ status: 503, body: '{"error":"registry cold start, retry"}' }]
@@ -12,17 +13,19 @@ const acked = (id: string, op: string, value: number, answeredAt = 0): ClientRec
   kind: "increment",
   op,
   id,
+  path: `/counters/${id}/increment`,
   via: "a",
   sentAt: 0,
   answeredAt,
   status: 200,
   body: JSON.stringify({ value })
 })
-const answer = (op: string, status: number, body: string): ClientRecord => ({ kind: "increment", op, id: "c1", via: "a", sentAt: 0, answeredAt: 0, status, body })
+const answer = (op: string, status: number, body: string): ClientRecord => ({ kind: "increment", op, id: "c1", path: "/counters/c1/increment", via: "a", sentAt: 0, answeredAt: 0, status, body })
 const unanswered = (op: string, via: string, sentAt: number, answeredAt: number, error: string): ClientRecord => ({
   kind: "increment",
   op,
   id: "c1",
+  path: "/counters/c1/increment",
   via,
   sentAt,
   answeredAt,
@@ -32,6 +35,7 @@ const read = (op: string, value: number, sentAt: number): ClientRecord => ({
   kind: "read",
   op,
   id: "c1",
+  path: "/counters/c1/value",
   via: "a",
   sentAt,
   answeredAt: sentAt + 1,
@@ -44,7 +48,8 @@ const clean = {
   clients: [acked("c1", "a", 1, 10), acked("c1", "b", 2, 20), answer("c", 503, '{"error":"registry cold start, retry"}'), read("r", 1, 15)],
   finalValues: new Map([["c1", 2]]),
   known,
-  pinboardDowns: []
+  pinboardDowns: [],
+  clientsLeft: []
 }
 
 describe("the chaos audit", () => {
@@ -116,6 +121,26 @@ describe("the chaos audit", () => {
     const result = audit({ ...clean, pinboardDowns: [{ target: "a", from: 0, to: 9000 }], clients: [...clean.clients, unanswered("h", "a", 0, 8000, HANG)] })
     expect(result.hangs).toBe(1)
     expect(result.unansweredWhileUp).toBe(0)
+  })
+
+  it("says where a hang was waiting, from the 499 access line its Pinboard wrote when the client left", () => {
+    const line = (fields: Record<string, unknown>) => JSON.stringify({ time: new Date(8_000).toISOString(), level: "info", message: "access", method: "POST", ...fields })
+    const lines = [
+      line({ path: "/counters/c1/increment", namespace: "/counters", id: "c1", status: 499, duration_ms: 7_990, worker: "w3", epoch: "12" }),
+      line({ path: "/counters/c2/increment", namespace: "/counters", id: "c2", status: 499, duration_ms: 7_995 }),
+      line({ path: "/counters/c1/increment", namespace: "/counters", id: "c1", status: 200, duration_ms: 3, worker: "w3", epoch: "12" }),
+      "not json, but \"status\":499"
+    ]
+    const clientsLeft = lines.map((l) => clientLeftOf("a", l)).filter((left) => left !== undefined)
+    expect(clientsLeft.map((left) => [left.id, left.receivedAt, left.worker])).toEqual([["c1", 10, "w3"], ["c2", 5, undefined]])
+    const hung = (op: string, id: string, via = "a", sentAt = 0): ClientRecord => ({ ...unanswered(op, via, sentAt, sentAt + 8_000, HANG), id, path: `/counters/${id}/increment` })
+    const result = audit({ ...clean, clientsLeft, clients: [hung("h1", "c1"), hung("h2", "c2"), hung("h3", "c1", "b"), hung("h4", "c1", "a", 5_000)] })
+    expect(result.problems).toEqual([
+      "h1 via a: sent at 0, no answer in 8000 ms; a saw the client leave after 7990 ms, waiting on w3 at epoch 12",
+      "h2 via a: sent at 0, no answer in 8000 ms; a saw the client leave after 7995 ms, before any worker",
+      "h3 via b: sent at 0, no answer in 8000 ms; b logged no 499 for it",
+      "h4 via a: sent at 5000, no answer in 8000 ms; a logged no 499 for it"
+    ])
   })
 
   it("tells what a target's clients were told while it was under a fault", () => {
