@@ -59,6 +59,14 @@ const awaitTrace = (traceId: string, names: ReadonlyArray<readonly [string, stri
     }
   }, EXPORTED_WITHIN_MS)
 
+/** The spans of the trace once `complete` holds for them. */
+const spansOnceThere = (traceId: string, complete: (spans: ReadonlyArray<ReceivedSpan>) => boolean) =>
+  eventually(() => {
+    const spans = receiver.spans().filter((span) => span.traceId === traceId)
+    if (!complete(spans)) throw new Error(`trace ${traceId} incomplete: ${JSON.stringify(spans)}`)
+    return spans
+  }, EXPORTED_WITHIN_MS)
+
 const PINBOARD_SPANS = [["pinboard", "instance request"], ["pinboard", "resolve"], ["pinboard", "forward"]] as const
 
 /** The headers the echo worker was sent. */
@@ -111,12 +119,8 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     const id = uid()
     const answer = await request(lf.pinboard, `${LIBRARY_NS}/${id}/chain?to=1`, { method: "POST", headers: { traceparent: traceparent(traceId, hex(8)) } })
     expect(answer.status).toBe(200)
-    const spans = await eventually(() => {
-      const inTrace = receiver.spans().filter((span) => span.traceId === traceId)
-      const named = (service: string, name: string) => inTrace.filter((span) => span.service === service && span.name === name)
-      if (named("pinboard-worker", "instance handler").length < 2 || named("pinboard", "forward").length < 2) throw new Error(`trace ${traceId} incomplete: ${JSON.stringify(inTrace)}`)
-      return named
-    }, EXPORTED_WITHIN_MS)
+    const inTrace = await spansOnceThere(traceId, (spans) => spans.filter((span) => span.name === "instance handler" || span.name === "forward").length === 4)
+    const spans = (service: string, name: string) => inTrace.filter((span) => span.service === service && span.name === name)
     const handlerOf = (path: string) => spans("pinboard-worker", "instance handler").find((span) => span.attributes["url.path"] === path)!
     const caller = handlerOf(`${LIBRARY_NS}/${id}/chain`)
     const callee = handlerOf(`${LIBRARY_NS}/${id}.1/chain`)
@@ -132,11 +136,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     const id = uid()
     const answer = await request(lf.pinboard, `${UNTRACED_NS}/${id}/chain?to=1`, { method: "POST", headers: { traceparent: traceparent(traceId, hex(8)) } })
     expect(answer.status).toBe(200)
-    const spans = await eventually(() => {
-      const inTrace = receiver.spans().filter((span) => span.traceId === traceId)
-      if (inTrace.filter((span) => span.name === "forward").length < 2) throw new Error(`trace ${traceId} incomplete: ${JSON.stringify(inTrace)}`)
-      return inTrace
-    }, EXPORTED_WITHIN_MS)
+    const spans = await spansOnceThere(traceId, (inTrace) => inTrace.filter((span) => span.name === "forward").length === 2)
     const requestFor = (instance: string) => spans.find((span) => span.name === "instance request" && span.attributes["pinboard.id"] === instance)!
     const firstForward = spans.find((span) => span.name === "forward" && span.parentSpanId === requestFor(id).spanId)!
     expect(requestFor(`${id}.1`).parentSpanId).toBe(firstForward.spanId)
