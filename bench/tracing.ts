@@ -1,6 +1,6 @@
 // What traces cost on the hot path (docs/operations.md "Traces"): the built Pinboard with
-// tracing off (no PINBOARD_OTLP_ENDPOINT) and on (the endpoint at an OTLP/HTTP receiver in
-// this process), and with `--compare=<dir>/dist/main.js` another build (the commit before
+// tracing off (no PINBOARD_OTLP_ENDPOINT), on (the endpoint at an OTLP/HTTP receiver in
+// this process) and on at a sample ratio of 0.01 (PINBOARD_OTLP_SAMPLE_RATIO), and with `--compare=<dir>/dist/main.js` another build (the commit before
 // tracing, built elsewhere), interleaved in the same rounds.
 //
 //   npm run bench:tracing                                  3 rounds, 4 s windows, 32 connections
@@ -80,7 +80,11 @@ const main = async () => {
   const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
   const targets: Array<Target> = [
     { label: "tracing off", pinboard: await startPinboard("pinboard (tracing off)", {}) },
-    { label: "tracing on", pinboard: await startPinboard("pinboard (tracing on)", { PINBOARD_OTLP_ENDPOINT: receiver.url }) }
+    { label: "tracing on", pinboard: await startPinboard("pinboard (tracing on)", { PINBOARD_OTLP_ENDPOINT: receiver.url }) },
+    {
+      label: "sampled 1%",
+      pinboard: await startPinboard("pinboard (sampled 1%)", { PINBOARD_OTLP_ENDPOINT: receiver.url, PINBOARD_OTLP_SAMPLE_RATIO: "0.01" })
+    }
   ]
   if (COMPARE !== undefined) targets.push({ label: "compared build", pinboard: await startPinboard("pinboard (compared)", {}, [], COMPARE) })
   for (const target of targets) {
@@ -131,6 +135,7 @@ const main = async () => {
     )
   }
   ratio("tracing on", "tracing off")
+  ratio("sampled 1%", "tracing off")
   if (COMPARE !== undefined) ratio("tracing off", "compared build")
   console.log(`spans received: ${receiver.spans().toLocaleString("en-US")} (3 per request traced)`)
   for (const target of targets) target.registration?.stop()

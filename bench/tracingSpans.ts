@@ -60,6 +60,7 @@ export const runSpanCosts = async (): Promise<void> => {
   const port = Number((await receiver.waitForLine(/^listening (\d+)$/, 10_000))[1])
   const scope = await Effect.runPromise(Scope.make())
   const tracing = await Effect.runPromise(Scope.extend(makeTracing(`http://127.0.0.1:${port}`), scope))
+  const sampledOut = await Effect.runPromise(Scope.extend(makeTracing(`http://127.0.0.1:${port}`, 0), scope))
   const base = await Effect.runPromise(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))
   const runOff = Runtime.runFork(base)
   const runOn = Runtime.runFork(await Effect.runPromise(Effect.withTracer(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()), tracing.tracer)))
@@ -68,7 +69,8 @@ export const runSpanCosts = async (): Promise<void> => {
     { name: "tracing off: no spans", run: runOff, make: requestOf(undefined, undefined) },
     { name: "tracing on: request, resolve, forward spans", run: runOn, make: requestOf(tracing, undefined) },
     { name: "tracing on, continuing a client's traceparent", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") },
-    { name: "tracing on, the client's traceparent unsampled", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00") }
+    { name: "tracing on, the client's traceparent unsampled", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00") },
+    { name: "tracing on, no traceparent, left out by sampleRatio 0", run: runOn, make: requestOf(sampledOut, undefined) }
   ]
 
   /** CPU µs of this process per fiber. */

@@ -51,7 +51,7 @@ const DEFAULTS = {
   shutdown: { graceMs: 10000 },
   metrics: { port: undefined, host: undefined },
   log: { level: "info", access: false },
-  otlp: { endpoint: undefined },
+  otlp: { endpoint: undefined, sampleRatio: 1 },
   providers: {},
   namespaces: undefined
 }
@@ -151,9 +151,11 @@ describe("precedence: environment > file > defaults", () => {
   it.effect("the OTLP endpoint (docs/operations.md \"Traces\"), from the file and the environment", () =>
     Effect.gen(function*() {
       const fromFile = yield* load({ ...TOKEN }, { otlp: { endpoint: "https://collector.example:4318" } })
-      expect(fromFile.otlp).toStrictEqual({ endpoint: "https://collector.example:4318" })
-      const fromEnv = yield* load({ ...TOKEN, PINBOARD_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }, { otlp: { endpoint: "https://collector.example:4318" } })
-      expect(fromEnv.otlp).toStrictEqual({ endpoint: "http://127.0.0.1:4318/" })
+      expect(fromFile.otlp).toStrictEqual({ endpoint: "https://collector.example:4318", sampleRatio: 1 })
+      const fromEnv = yield* load({ ...TOKEN, PINBOARD_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }, { otlp: { endpoint: "https://collector.example:4318", sampleRatio: 0.25 } })
+      expect(fromEnv.otlp).toStrictEqual({ endpoint: "http://127.0.0.1:4318/", sampleRatio: 0.25 })
+      const ratioFromEnv = yield* load({ ...TOKEN, PINBOARD_OTLP_SAMPLE_RATIO: "0.01" }, { otlp: { sampleRatio: 0.5 } })
+      expect(ratioFromEnv.otlp).toStrictEqual({ endpoint: undefined, sampleRatio: 0.01 })
     }))
 
   it.effect("an explicit nack.windowMs is kept whatever the lease", () =>
@@ -311,6 +313,8 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "access log not a flag", env: { PINBOARD_ACCESS_LOG: "on" }, message: `PINBOARD_ACCESS_LOG: expected 1, 0, true or false, got "on"` },
     { name: "OTLP endpoint of another scheme", env: { PINBOARD_OTLP_ENDPOINT: "grpc://collector:4317" }, message: `PINBOARD_OTLP_ENDPOINT: expected an http:// or https:// URL, got "grpc://collector:4317"` },
     { name: "OTLP endpoint not a URL", file: { otlp: { endpoint: "collector:4318" } }, message: `otlp.endpoint: expected an http:// or https:// URL, got "collector:4318"` },
+    { name: "sample ratio above 1", env: { PINBOARD_OTLP_SAMPLE_RATIO: "10" }, message: `PINBOARD_OTLP_SAMPLE_RATIO: expected a number from 0 to 1, got "10"` },
+    { name: "sample ratio not a number", file: { otlp: { sampleRatio: "half" } }, message: `otlp.sampleRatio: expected a number from 0 to 1, got "half"` },
     { name: "prefix with a brace", env: { PINBOARD_REDIS_PREFIX: "pb}" }, message: `PINBOARD_REDIS_PREFIX: expected a non-empty string without { or }, got "pb}"` },
     {
       name: "url and cluster together (environment and file)",

@@ -64,6 +64,9 @@ export const RedisUrl = Schema.String.pipe(
 
 /** Where traces go (OTLP/HTTP); spans are POSTed to `<endpoint>/v1/traces`. */
 export const OtlpEndpoint = Schema.String.pipe(Schema.filter(isOtlpEndpoint, expected("an http:// or https:// URL")))
+export const SampleRatio = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n >= 0 && n <= 1, expected("a number from 0 to 1"))
+)
 
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
 const isHostPort = (s: string): boolean => {

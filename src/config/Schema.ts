@@ -5,7 +5,7 @@ import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
   AffinityKeyFromString, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, OtlpEndpoint, Port,
-  PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, Takeover, Token
+  PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
 const exact = { exact: true } as const
@@ -66,8 +66,14 @@ const Fields = Schema.Struct({
     level: withDefault(LogLevelName, () => "info" as const),
     access: withDefault(Flag, () => false)
   })),
-  /** Traces over OTLP/HTTP (docs/operations.md "Traces"); off while `endpoint` is undefined. */
-  otlp: section(Schema.Struct({ endpoint: optionalOrUndefined(OtlpEndpoint) })),
+  /**
+   * Traces over OTLP/HTTP (docs/operations.md "Traces"); off while `endpoint` is undefined.
+   * `sampleRatio`: the share of requests without a caller's decision that are traced.
+   */
+  otlp: section(Schema.Struct({
+    endpoint: optionalOrUndefined(OtlpEndpoint),
+    sampleRatio: withDefault(SampleRatio, () => 1)
+  })),
   providers: withDefault(
     Schema.Record({ key: Schema.String, value: Provider }).annotations(expectedShape("an object")),
     () => ({})

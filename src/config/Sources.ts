@@ -44,7 +44,13 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     expected: "expected 1, 0, true or false",
     summary: "one JSON line per instance request (1 or 0)"
   },
-  { name: "PINBOARD_OTLP_ENDPOINT", path: ["otlp", "endpoint"], kind: "string", summary: "OTLP/HTTP collector for traces; unset: no tracing" }
+  { name: "PINBOARD_OTLP_ENDPOINT", path: ["otlp", "endpoint"], kind: "string", summary: "OTLP/HTTP collector for traces; unset: no tracing" },
+  {
+    name: "PINBOARD_OTLP_SAMPLE_RATIO",
+    path: ["otlp", "sampleRatio"],
+    kind: "number",
+    summary: "share of requests without a sampled or unsampled traceparent that are traced, 0 to 1"
+  }
 ]
 
 /** Options whose values are never echoed back, in messages or by `pinboard config`. */

@@ -2,9 +2,11 @@
 // server span, continued from the request's `traceparent`, with a `resolve` and a `forward`
 // span under it for every attempt; the forward names itself in the `traceparent` the worker
 // gets. Spans are exported as OTLP/HTTP JSON (serving/Otlp.ts). Off, the
-// service is undefined and the request path is built without any of it.
+// service is undefined and the request path is built without any of it. A request that
+// brings no decision of its caller is traced at `otlp.sampleRatio`.
+import { randomBytes } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Context, Effect, Exit, Layer, type Scope, Tracer } from "effect"
+import { Context, Effect, Exit, FiberRef, Layer, Random, type Scope, Tracer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
@@ -36,7 +38,7 @@ export class Tracing extends Context.Reference<Tracing>()("pinboard/Tracing", {
   /** On when `otlp.endpoint` is set; what is not yet exported is sent when the layer is released. */
   static readonly layerConfig: Layer.Layer<Tracing, never, AppConfig> = Layer.scoped(
     Tracing,
-    Effect.flatMap(AppConfig, (config) => (config.otlp.endpoint === undefined ? Effect.succeed(undefined) : makeTracing(config.otlp.endpoint)))
+    Effect.flatMap(AppConfig, ({ otlp }) => (otlp.endpoint === undefined ? Effect.succeed(undefined) : makeTracing(otlp.endpoint, otlp.sampleRatio)))
   )
 }
 
@@ -45,7 +47,22 @@ const SERVER = { kind: "server", captureStackTrace: false } as const
 const RESOLVE = { captureStackTrace: false } as const
 const CLIENT = { kind: "client", captureStackTrace: false } as const
 
-export const makeTracing = (endpoint: string): Effect.Effect<TracingService, never, Scope.Scope> =>
+/**
+ * Whether the request fiber is traced. Untraced, resolve and forward make no spans, and the
+ * worker gets `passOn` as its traceparent: undefined, the caller's as received; for a new trace
+ * left out by the ratio, one saying it was not sampled, so that the workers leave it out too.
+ */
+type RequestTrace = { readonly traced: true } | { readonly traced: false; readonly passOn: string | undefined }
+
+const requestTrace = FiberRef.unsafeMake<RequestTrace>({ traced: true })
+const CALLER_UNSAMPLED: RequestTrace = { traced: false, passOn: undefined }
+
+const unsampledTraceParent = (): string => {
+  const ids = randomBytes(24).toString("hex")
+  return formatTraceParent(ids.slice(0, 32), ids.slice(32), false)
+}
+
+export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<TracingService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const tracer = yield* makeOtlpTracer(endpoint, { serviceName: "pinboard" })
     const clock = yield* Effect.clock
@@ -61,19 +78,26 @@ export const makeTracing = (endpoint: string): Effect.Effect<TracingService, nev
       span.end(clock.unsafeCurrentTimeNanos(), status >= 500 ? Exit.fail(note.error ?? `status ${status}`) : Exit.void)
     }
 
-    /** The request's span, continued from its `traceparent`; a caller that did not sample it is left untraced. */
+    /**
+     * The request's span, continued from its `traceparent`. A caller that did not sample it is
+     * left untraced, and so is a new trace that the ratio leaves out.
+     */
     const inSpan = <E, R>(
       req: IncomingMessage,
       answer: Effect.Effect<void, E, R>,
       run: (span: Tracer.Span, answer: Effect.Effect<void, E, R>) => Effect.Effect<void, E, R>
     ): Effect.Effect<void, E, R> => {
       const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
-      if (caller !== undefined && !caller.sampled) return Effect.withTracerEnabled(answer, false)
+      if (caller !== undefined && !caller.sampled) return Effect.locally(answer, requestTrace, CALLER_UNSAMPLED)
       const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
-      return Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
+      const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
         span.attribute("http.request.method", req.method ?? "GET")
         return run(span, Effect.withParentSpan(answer, span))
       })
+      if (caller !== undefined || sampleRatio === 1) return traced
+      return Effect.flatMap(Random.next, (draw) =>
+        draw < sampleRatio ? traced : Effect.locally(answer, requestTrace, { traced: false, passOn: unsampledTraceParent() })
+      )
     }
 
     return {
@@ -86,19 +110,26 @@ export const makeTracing = (endpoint: string): Effect.Effect<TracingService, nev
       upgrade: (req, note, answer) =>
         inSpan(req, answer, (span, traced) => Effect.ensuring(traced, Effect.sync(() => end(span, note, note.status ?? CLIENT_CLOSED)))),
       resolve: (resolving) =>
-        Effect.useSpan("resolve", RESOLVE, (span) =>
-          Effect.tap(resolving, (placement) => {
-            span.attribute("pinboard.worker", placement.worker)
-            span.attribute("pinboard.epoch", placement.epoch)
-            span.attribute("pinboard.placed", placement.isNew)
-          })
+        Effect.flatMap(FiberRef.get(requestTrace), (trace) =>
+          trace.traced
+            ? Effect.useSpan("resolve", RESOLVE, (span) =>
+                Effect.tap(resolving, (placement) => {
+                  span.attribute("pinboard.worker", placement.worker)
+                  span.attribute("pinboard.epoch", placement.epoch)
+                  span.attribute("pinboard.placed", placement.isNew)
+                })
+              )
+            : resolving
         ),
       forward: (placement, send) =>
-        Effect.useSpan("forward", CLIENT, (span) => {
-          span.attribute("pinboard.worker", placement.worker)
-          span.attribute("pinboard.epoch", placement.epoch)
-          // A request left untraced runs with a no-op span (unsampled): its traceparent goes on as received.
-          return send(span.sampled ? formatTraceParent(span.traceId, span.spanId, true) : undefined)
-        })
+        Effect.flatMap(FiberRef.get(requestTrace), (trace) =>
+          trace.traced
+            ? Effect.useSpan("forward", CLIENT, (span) => {
+                span.attribute("pinboard.worker", placement.worker)
+                span.attribute("pinboard.epoch", placement.epoch)
+                return send(formatTraceParent(span.traceId, span.spanId, true))
+              })
+            : send(trace.passOn)
+        )
     }
   })

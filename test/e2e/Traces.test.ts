@@ -242,6 +242,61 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
   })
 })
 
+describe("traces at PINBOARD_OTLP_SAMPLE_RATIO=0.5", () => {
+  it("traces about half the requests without a traceparent, tells the worker which with the sampled flag, and follows every caller's decision", async () => {
+    const sampler = await OtlpReceiver.start()
+    let half: Pinboard | undefined
+    try {
+      half = await lf.fleet.pinboard({ redis: lf.redis, env: { PINBOARD_OTLP_ENDPOINT: sampler.url, PINBOARD_OTLP_SAMPLE_RATIO: "0.5" } })
+      const namespace = `/${uid("half")}`
+      await lf.fleet.worker(half, { id: uid("echo-half"), namespaces: [namespace] })
+      await waitForColdStart(half, namespace)
+
+      const sent: Array<RegExpExecArray> = []
+      for (let i = 0; i < 40; i++) {
+        const answer = await request(half, `${namespace}/${uid()}/echo`)
+        const value = echoedHeaders(answer.text)["traceparent"] ?? ""
+        const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/.exec(value)
+        expect(match, `the worker got traceparent ${value}`).not.toBeNull()
+        sent.push(match!)
+      }
+      const sampled = sent.filter((match) => match[3] === "01")
+      const unsampled = sent.filter((match) => match[3] === "00")
+      // Both are all but certain: each way has a chance of 2^-40.
+      expect(sampled.length).toBeGreaterThan(0)
+      expect(unsampled.length).toBeGreaterThan(0)
+
+      // A caller's decision is followed whatever the ratio: 20 sampled, 20 not.
+      const callerSampled = Array.from({ length: 20 }, () => hex(16))
+      const callerUnsampled = Array.from({ length: 20 }, () => traceparent(hex(16), hex(8), "00"))
+      for (const traceId of callerSampled) expect((await request(half, `${namespace}/${uid()}/echo`, { headers: { traceparent: traceparent(traceId, hex(8)) } })).status).toBe(200)
+      for (const given of callerUnsampled) {
+        const answer = await request(half, `${namespace}/${uid()}/echo`, { headers: { traceparent: given } })
+        expect(echoedHeaders(answer.text)["traceparent"]).toBe(given)
+      }
+
+      // Spans are exported in the order they end: once a last sampled request's spans are in, any of the others' would be too.
+      const last = hex(16)
+      expect((await request(half, `${namespace}/${uid()}/echo`, { headers: { traceparent: traceparent(last, hex(8)) } })).status).toBe(200)
+      await eventually(() => {
+        const traced = new Set(sampler.spans().map((span) => span.traceId))
+        const missing = [...sampled.map((match) => match[1]!), ...callerSampled, last].filter((traceId) => !traced.has(traceId))
+        if (missing.length > 0) throw new Error(`no spans yet for ${missing.join(", ")}`)
+      }, EXPORTED_WITHIN_MS)
+      for (const match of sampled) {
+        const forward = sampler.spans().find((span) => span.traceId === match[1] && span.name === "forward")
+        expect(forward?.spanId).toBe(match[2])
+      }
+      const untraced = new Set([...unsampled.map((match) => match[1]!), ...callerUnsampled.map((given) => given.split("-")[1]!)])
+      expect(sampler.spans().filter((span) => untraced.has(span.traceId))).toEqual([])
+      expect(sampler.strays).toEqual([])
+    } finally {
+      await half?.stop()
+      await sampler.stop()
+    }
+  })
+})
+
 describe("traces without an endpoint", () => {
   it("sends nothing, even with the OpenTelemetry SDK's variables set, and adds no traceparent", async () => {
     const quiet = await OtlpReceiver.start()
