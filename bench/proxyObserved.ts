@@ -4,7 +4,7 @@
 // access log cost on the hot path, as ratios against the plain Pinboard measured in the same
 // rounds, and a sanity line for each from one scrape of its `/metrics` after the measurements.
 import { freePort } from "../test/support/Ports.js"
-import { type RedisServer } from "../test/support/RedisServer.js"
+import type { RedisServer } from "../test/support/RedisServer.js"
 import { fmt, table, type Cell, type Scenario } from "./proxyReport.js"
 import { OBSERVED, startPinboard, TARGET_LABELS, type ObservedName, type PinboardProc, type TargetName } from "./proxyTargets.js"
 

@@ -6,7 +6,7 @@
 // bench/proxyObserved.ts: metrics on, and metrics plus the access log.
 import WebSocket from "ws"
 import { freePort } from "../test/support/Ports.js"
-import { type RedisServer } from "../test/support/RedisServer.js"
+import type { RedisServer } from "../test/support/RedisServer.js"
 import { spawnNode, type Proc } from "./processes.js"
 import type { ObservedPinboard } from "./proxyObserved.js"
 

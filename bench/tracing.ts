@@ -1,7 +1,8 @@
 // What traces cost on the hot path (docs/operations.md "Traces"): the built Pinboard with
 // tracing off (no PINBOARD_OTLP_ENDPOINT), on (the endpoint at an OTLP/HTTP receiver in
-// this process) and on at a sample ratio of 0.01 (PINBOARD_OTLP_SAMPLE_RATIO), and with `--compare=<dir>/dist/main.js` another build (the commit before
-// tracing, built elsewhere), interleaved in the same rounds.
+// this process) and on at a sample ratio of 0.01 (PINBOARD_OTLP_SAMPLE_RATIO), and with
+// `--compare=<dir>/dist/main.js` another build (the commit before tracing, built elsewhere),
+// interleaved in the same rounds.
 //
 //   npm run bench:tracing                                  3 rounds, 4 s windows, 32 connections
 //   npm run bench:tracing -- --compare=<dir>/dist/main.js  and the other build beside them

@@ -33,6 +33,8 @@ const servedBy = (port: number): Promise<number | undefined> =>
     })
     socket.once("error", () => resolve(undefined))
     socket.once("close", () => resolve(undefined))
+    // Something else on the port may answer otherwise, or not at all: the poll asks again.
+    socket.setTimeout(1000, () => socket.destroy())
   })
 
 class PortTaken extends Error {}
