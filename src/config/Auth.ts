@@ -2,7 +2,8 @@
 // (docs/config.md "Data-plane auth", and 11 "Providers"). Shapes only; cross-references are checked in Schema.ts.
 import { createPublicKey } from "node:crypto"
 import { Schema } from "effect"
-import { CookieName, expected, expectedShape, HeaderName, isHttpUrl, NonEmptyString } from "./Fields.js"
+import { isHttpUrl } from "../serving/Otlp.js"
+import { CookieName, expected, expectedShape, HeaderName, NonEmptyString } from "./Fields.js"
 
 const exact = { exact: true } as const
 

@@ -1,7 +1,7 @@
 // Field schemas of the configuration (docs/config.md). Each carries the "expected …"
 // half of its error message; the loader prefixes the field and appends what it got.
 import { ParseResult, Schema } from "effect"
-import { isOtlpEndpoint } from "../serving/Otlp.js"
+import { isHttpUrl } from "../serving/Otlp.js"
 
 /** Message annotation for a leaf: also replaces the message of a failing `from` (a string where a number belongs). */
 export const expected = (what: string) => ({
@@ -56,14 +56,12 @@ const urlWithProtocol = (s: string, protocols: ReadonlyArray<string>): boolean =
   }
 }
 
-export const isHttpUrl = (s: string): boolean => urlWithProtocol(s, ["http:", "https:"])
-
 export const RedisUrl = Schema.String.pipe(
   Schema.filter((s) => urlWithProtocol(s, ["redis:", "rediss:"]), expected("a redis:// or rediss:// URL"))
 )
 
 /** Where traces go (OTLP/HTTP); spans are POSTed to `<endpoint>/v1/traces`. */
-export const OtlpEndpoint = Schema.String.pipe(Schema.filter(isOtlpEndpoint, expected("an http:// or https:// URL")))
+export const OtlpEndpoint = Schema.String.pipe(Schema.filter(isHttpUrl, expected("an http:// or https:// URL")))
 export const SampleRatio = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n >= 0 && n <= 1, expected("a number from 0 to 1"))
 )

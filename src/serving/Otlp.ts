@@ -6,8 +6,8 @@ import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import { Effect, Layer, type Scope, type Tracer } from "effect"
 
-/** An endpoint OTLP/HTTP can send to: an http:// or https:// URL. */
-export const isOtlpEndpoint = (s: string): boolean => {
+/** An http:// or https:// URL: what OTLP/HTTP can send to (and the config's check of such URLs). */
+export const isHttpUrl = (s: string): boolean => {
   try {
     const { protocol } = new URL(s)
     return protocol === "http:" || protocol === "https:"

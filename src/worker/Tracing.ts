@@ -7,7 +7,7 @@ import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
 import { EPOCH_HEADER } from "../contract/Headers.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import { isOtlpEndpoint, makeOtlpTracer } from "../serving/Otlp.js"
+import { isHttpUrl, makeOtlpTracer } from "../serving/Otlp.js"
 
 export interface TracesOptions {
   /** The OTLP/HTTP collector's base URL (`http://collector:4318`): spans go to `<endpoint>/v1/traces`. */
@@ -36,7 +36,7 @@ export interface WorkerTracing {
 /** The worker's tracing of requests and upgrades; the exporter sends what is left when the scope closes. */
 export const makeWorkerTracing = (options: TracesOptions, worker: string): Effect.Effect<WorkerTracing, Error, Scope.Scope> =>
   Effect.gen(function* () {
-    if (!isOtlpEndpoint(options.endpoint)) return yield* Effect.fail(new Error(`traces.endpoint: expected an http:// or https:// URL, got ${JSON.stringify(options.endpoint)}`))
+    if (!isHttpUrl(options.endpoint)) return yield* Effect.fail(new Error(`traces.endpoint: expected an http:// or https:// URL, got ${JSON.stringify(options.endpoint)}`))
     const tracer = yield* makeOtlpTracer(options.endpoint, {
       serviceName: options.serviceName ?? "pinboard-worker",
       attributes: { "service.instance.id": worker }

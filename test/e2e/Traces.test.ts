@@ -45,20 +45,6 @@ afterAll(async () => {
   await receiver?.stop()
 })
 
-/** The one span of `service` named `name` in the trace, once every span in `names` has arrived. */
-const awaitTrace = (traceId: string, names: ReadonlyArray<readonly [string, string]>) =>
-  eventually(() => {
-    const spans = receiver.spans().filter((span) => span.traceId === traceId)
-    const found = names.map(([service, name]) => spans.filter((span) => span.service === service && span.name === name))
-    const missing = names.filter((_, i) => found[i]!.length === 0)
-    if (missing.length > 0) throw new Error(`trace ${traceId} lacks ${JSON.stringify(missing)}; has ${JSON.stringify(spans)}`)
-    return (service: string, name: string): ReceivedSpan => {
-      const matching = spans.filter((span) => span.service === service && span.name === name)
-      expect(matching, `${service} ${name}`).toHaveLength(1)
-      return matching[0]!
-    }
-  }, EXPORTED_WITHIN_MS)
-
 /** The spans of the trace once `complete` holds for them. */
 const spansOnceThere = (traceId: string, complete: (spans: ReadonlyArray<ReceivedSpan>) => boolean) =>
   eventually(() => {
@@ -66,6 +52,18 @@ const spansOnceThere = (traceId: string, complete: (spans: ReadonlyArray<Receive
     if (!complete(spans)) throw new Error(`trace ${traceId} incomplete: ${JSON.stringify(spans)}`)
     return spans
   }, EXPORTED_WITHIN_MS)
+
+const named = (spans: ReadonlyArray<ReceivedSpan>, service: string, name: string) => spans.filter((span) => span.service === service && span.name === name)
+
+/** The one span of `service` named `name` in the trace, once every span in `names` has arrived. */
+const awaitTrace = async (traceId: string, names: ReadonlyArray<readonly [string, string]>) => {
+  const spans = await spansOnceThere(traceId, (arrived) => names.every(([service, name]) => named(arrived, service, name).length > 0))
+  return (service: string, name: string): ReceivedSpan => {
+    const matching = named(spans, service, name)
+    expect(matching, `${service} ${name}`).toHaveLength(1)
+    return matching[0]!
+  }
+}
 
 const PINBOARD_SPANS = [["pinboard", "instance request"], ["pinboard", "resolve"], ["pinboard", "forward"]] as const
 
@@ -120,7 +118,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     const answer = await request(lf.pinboard, `${LIBRARY_NS}/${id}/chain?to=1`, { method: "POST", headers: { traceparent: traceparent(traceId, hex(8)) } })
     expect(answer.status).toBe(200)
     const inTrace = await spansOnceThere(traceId, (spans) => spans.filter((span) => span.name === "instance handler" || span.name === "forward").length === 4)
-    const spans = (service: string, name: string) => inTrace.filter((span) => span.service === service && span.name === name)
+    const spans = (service: string, name: string) => named(inTrace, service, name)
     const handlerOf = (path: string) => spans("pinboard-worker", "instance handler").find((span) => span.attributes["url.path"] === path)!
     const caller = handlerOf(`${LIBRARY_NS}/${id}/chain`)
     const callee = handlerOf(`${LIBRARY_NS}/${id}.1/chain`)
