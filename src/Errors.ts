@@ -104,6 +104,14 @@ export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>
   }
 }
 
+export class ClockOffsetTooLarge extends Schema.TaggedError<ClockOffsetTooLarge>()("ClockOffsetTooLarge", {
+  offsetMs: Schema.Number
+}) {
+  get reply(): Reply {
+    return refusal("clock offset from the registry too large, retry", RETRY_SOON_MS)
+  }
+}
+
 // --- Hostname-aware mode (docs/proxy.md "Hostname-aware mode") ---
 
 export class TakeoverInProgress extends Schema.TaggedError<TakeoverInProgress>()("TakeoverInProgress", {
@@ -280,7 +288,7 @@ export class NotPlaced extends Schema.TaggedError<NotPlaced>()("NotPlaced", {}) 
 
 export class NotReady extends Schema.TaggedError<NotReady>()("NotReady", { reason: Schema.String }) {
   get reply(): Reply {
-    return json(503, "not ready")
+    return { status: 503, contentType: APPLICATION_JSON, body: JSON.stringify({ error: "not ready", reason: this.reason }) }
   }
 }
 
@@ -310,7 +318,8 @@ export const catalogue = [
   { example: new UnknownNamespace(), when: "The path has no id segment, or no worker ever registered the namespace." },
   { example: new RegistryColdStart({ retryAfterMs: 15_000 }), when: "The id's bucket is in its cold start (one lease after its first use); `Retry-After` is the time left." },
   { example: new NoLiveBackends(), when: "No worker of the namespace can take a new placement (all lapsed, draining, degraded, short of lease, or excluded)." },
-  { example: new RegistryUnavailable({}), when: "Redis is unreachable or slower than 1 s." },
+  { example: new RegistryUnavailable({}), when: "Redis is unreachable or slower than 1 s, or this Pinboard has not sampled the registry's clock (Redis `TIME`) for 6 s." },
+  { example: new ClockOffsetTooLarge({ offsetMs: 20_000 }), when: "This Pinboard's wall clock is further than `registry.maxClockOffsetMs` (1 s) from the registry's clock: it makes no registry writes (no placement, no heartbeat, no sweep) until it is back in bound (docs/deploy.md \"Clocks\")." },
   { example: new TakeoverInProgress({ retryAfterMs: 15_000 }), when: "Hostname-aware mode, `wind_down` takeover: the id's owner on another hostname has until its deadline to release; `Retry-After` is the time left." },
   { example: new PlacementHeldByAnotherHostname(), when: "Hostname-aware mode, `deny` takeover: the id is placed on a worker of another hostname." },
   { example: new HostnameBindingDisplaced({ retryAfterMs: 15_000 }), when: "Hostname-aware mode: the `(hostname, namespace)` pair was rebound to another env less than one lease ago; new ids wait." },
@@ -335,7 +344,7 @@ export const catalogue = [
   { example: new BindingHeldByAnotherEnv(), when: "Hostname-aware mode: a registration names another env for a bound `(hostname, namespace)` without a higher epoch." },
   { example: new LeaseLost(), when: "A heartbeat whose incarnation does not match, whose lease already lapsed, or that a wiped bucket does not know." },
   { example: new NotPlaced(), when: "`GET /registry/placements/...` for an id with no placement row." },
-  { example: new NotReady({ reason: "shutting down" }), when: "`/readyz` while shutting down, when the registry does not answer within 1 s, or when its clock is more than 1 s off." }
+  { example: new NotReady({ reason: "shutting down" }), when: "`/readyz` while shutting down, when the registry does not answer within 1 s, or while this Pinboard cannot tell the registry's time within `registry.maxClockOffsetMs`; `reason` says which (`shutting down`, `registry unavailable`, `registry slow`, `registry time not sampled`, `clock offset from the registry <n> ms, past registry.maxClockOffsetMs`)." }
 ] as const satisfies ReadonlyArray<Row>
 
 /** Every error Pinboard answers with a catalogue row. */

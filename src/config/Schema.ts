@@ -34,6 +34,8 @@ const Fields = Schema.Struct({
     cluster: optionalOrUndefined(RedisCluster),
     prefix: withDefault(RedisPrefix, () => "pb")
   })),
+  /** How far this process's wall clock may be from the registry's before it stops writing (docs/deploy.md "Clocks"). */
+  registry: section(Schema.Struct({ maxClockOffsetMs: withDefault(PositiveMs, () => 1000) })),
   buckets: withDefault(Buckets, () => 16),
   leaseMs: withDefault(LeaseMs, () => 15_000),
   balanceFactor: withDefault(BalanceFactor, () => 1.25),

@@ -27,6 +27,12 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   },
   { name: "PINBOARD_REDIS_PREFIX", path: ["redis", "prefix"], kind: "string", summary: "prefix of every Redis key" },
   { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets per namespace" },
+  {
+    name: "PINBOARD_REGISTRY_MAX_CLOCK_OFFSET_MS",
+    path: ["registry", "maxClockOffsetMs"],
+    kind: "number",
+    summary: "how far the wall clock may be from the registry's (Redis TIME) before registry writes stop"
+  },
   { name: "PINBOARD_LEASE_MS", path: ["leaseMs"], kind: "number", summary: "a worker's lease, and the cold start" },
   {
     name: "PINBOARD_HOSTNAME_AWARE",

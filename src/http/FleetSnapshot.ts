@@ -3,9 +3,8 @@
 // lists them (lease left, headroom, draining, degraded, nacks), the placements each holds, and
 // this Pinboard's own requests and errors per second (Rates.ts).
 import { Effect } from "effect"
-import type { RegistryUnavailable } from "../Errors.js"
 import type { NamespaceRegistration, WorkerView } from "../registry/Domain.js"
-import type { PlacementsHeld, RegistryService } from "../registry/Registry.js"
+import type { PlacementsHeld, RegistryDown, RegistryService } from "../registry/Registry.js"
 import type { RateSeries } from "../observe/Rates.js"
 
 export interface FleetWorker {
@@ -70,7 +69,7 @@ export const readFleet = (
   registry: RegistryService,
   buckets: number,
   rates: () => RateSeries
-): Effect.Effect<FleetSnapshot, RegistryUnavailable> =>
+): Effect.Effect<FleetSnapshot, RegistryDown> =>
   Effect.gen(function* () {
     const workers = yield* registry.workers
     const held = yield* registry.placementsHeld(workers.map((view) => view.worker))

@@ -16,6 +16,7 @@ export type ResolveOutcome =
   | "cold_start"
   | "no_live_backends"
   | "unavailable"
+  | "clock_offset"
   // hostname-aware mode
   | "takeover"
   | "held_by_another_hostname"
@@ -42,6 +43,10 @@ export interface MetricsService {
   /** One Redis script call (a fan-out counts once), how long it took, whether it failed. */
   readonly redisCall: (script: string, seconds: number, failed: boolean) => void
   readonly watch: (gauges: Partial<Gauges>) => void
+  /** This process's wall clock minus the registry's, at the last sample (docs/deploy.md "Clocks"). */
+  readonly clockOffset: (offsetMs: number) => void
+  /** The offset went past `registry.maxClockOffsetMs`: registry writes stopped. */
+  readonly clockOutOfBound: () => void
   /** The exposition text and its content type. */
   readonly render: () => Promise<{ readonly body: string; readonly contentType: string }>
 }
@@ -65,6 +70,8 @@ const metricsOff: MetricsService = {
   refusal: () => undefined,
   redisCall: () => undefined,
   watch: () => undefined,
+  clockOffset: () => undefined,
+  clockOutOfBound: () => undefined,
   render: async () => ({ body: "", contentType: "text/plain" })
 }
 
@@ -133,6 +140,16 @@ export const makeMetrics = (): MetricsService => {
     labelNames: ["script"] as const,
     registers: [registry]
   })
+  const clockOffset = new Gauge({
+    name: "pinboard_registry_clock_offset_seconds",
+    help: "This process's wall clock minus the registry's (Redis TIME), at the last sample.",
+    registers: [registry]
+  })
+  const clockOutOfBound = new Counter({
+    name: "pinboard_registry_clock_out_of_bound_total",
+    help: "Times the clock offset went past registry.maxClockOffsetMs (registry writes stopped until back in bound).",
+    registers: [registry]
+  })
   new Gauge({
     name: "pinboard_worker_inflight",
     help: "Forwards awaiting the worker's headers, per worker (the inflight cap counts these).",
@@ -179,6 +196,8 @@ export const makeMetrics = (): MetricsService => {
       if (given.inflight !== undefined) gauges.inflight = given.inflight
       if (given.tunnels !== undefined) gauges.tunnels = given.tunnels
     },
+    clockOffset: (offsetMs) => clockOffset.set(offsetMs / 1000),
+    clockOutOfBound: () => clockOutOfBound.inc(),
     render: async () => ({ body: await registry.metrics(), contentType: registry.contentType })
   }
 }

@@ -4,13 +4,22 @@
 import { Effect } from "effect"
 import type { MetricsService, ResolveOutcome } from "./Metrics.js"
 
-type Refused = "UnknownNamespace" | "RegistryColdStart" | "NoLiveBackends" | "RegistryUnavailable" | "TakeoverInProgress" | "PlacementHeldByAnotherHostname" | "HostnameBindingDisplaced"
+type Refused =
+  | "UnknownNamespace"
+  | "RegistryColdStart"
+  | "NoLiveBackends"
+  | "RegistryUnavailable"
+  | "ClockOffsetTooLarge"
+  | "TakeoverInProgress"
+  | "PlacementHeldByAnotherHostname"
+  | "HostnameBindingDisplaced"
 
 const REFUSED: Record<Refused, ResolveOutcome> = {
   UnknownNamespace: "unknown_namespace",
   RegistryColdStart: "cold_start",
   NoLiveBackends: "no_live_backends",
   RegistryUnavailable: "unavailable",
+  ClockOffsetTooLarge: "clock_offset",
   TakeoverInProgress: "takeover",
   PlacementHeldByAnotherHostname: "held_by_another_hostname",
   HostnameBindingDisplaced: "displaced"

@@ -5,6 +5,7 @@
 // time, and one fiber that sleeps on the Clock until the list's head is due. So a TestClock
 // drives these timers like any other sleep.
 import { Context, Effect, Layer, Runtime } from "effect"
+import { monotonicMillis } from "../serving/Monotonic.js"
 
 /** One timer, reused: at most one countdown at a time. */
 export interface Timer {
@@ -109,7 +110,7 @@ export const makeDeadlines = Effect.gen(function* () {
   const clock = yield* Effect.clock
   const runtime = yield* Effect.runtime<never>()
   const scope = yield* Effect.scope
-  const now = () => clock.unsafeCurrentTimeMillis()
+  const now = () => monotonicMillis(clock)
   const lanes = new Map<number, Lane>()
   const run = Runtime.runFork(runtime)
 

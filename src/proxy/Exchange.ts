@@ -11,6 +11,7 @@ import { connectFailureReason, headersFailureReason } from "./GatewayFailure.js"
 import { isRefusal } from "./Headers.js"
 import { ConnectFailed, Refused, StaleResolve } from "./Signals.js"
 import type { UpstreamClient } from "./Upstream.js"
+import { monotonicMillis } from "../serving/Monotonic.js"
 
 export const enum Phase {
   Connecting,
@@ -38,7 +39,7 @@ export interface Outbound {
 export interface ForwardContext {
   readonly upstream: UpstreamClient
   readonly deadlines: DeadlinesService
-  /** The Clock's time, so a TestClock drives the stale check. */
+  /** The Clock's monotonic time, so a TestClock drives the stale check and a wall clock step does not. */
   readonly now: () => number
   readonly limits: ForwardLimits
 }
@@ -47,7 +48,7 @@ export const makeForwardContext = (upstream: UpstreamClient, deadlines: Deadline
   Effect.map(Effect.clock, (clock: Clock.Clock) => ({
     upstream,
     deadlines,
-    now: () => clock.unsafeCurrentTimeMillis(),
+    now: () => monotonicMillis(clock),
     limits: forwardLimits(headersTimeoutMs)
   }))
 

@@ -57,7 +57,7 @@ export interface RegistryBackend {
   readonly workers: (now: number, after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
   /** Every bucket: how many placement rows name each of `workers` there (for the fleet page). */
   readonly placementsHeld: (now: number, workers: ReadonlyArray<string>) => Every<ReadonlyArray<number>>
-  /** The registry's own clock in ms, for the `/readyz` skew check. */
+  /** The registry's own time in ms (Redis `TIME`, to the µs): what RegistryClock.ts samples. */
   readonly time: Op<number>
 }
 

@@ -1,11 +1,12 @@
-// The registry service (docs/registry-api.md, docs/protocol.md "Resolution"): bucket hashing, `now` from Clock and the two
-// random numbers from Random around a backend (the embedded one of Memory.ts or Redis.ts's),
-// and the sweep that runs beside it.
+// The registry service (docs/registry-api.md, docs/protocol.md "Resolution"): bucket hashing, `now` from the
+// registry's one clock (RegistryClock.ts) and the two random numbers from Random around a
+// backend (the embedded one of Memory.ts or Redis.ts's), and the sweep that runs beside it.
 import { Context, Duration, Effect, Layer, Random, Schedule } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { takeoverOf } from "../Config.js"
 import {
   BindingHeldByAnotherEnv,
+  type ClockOffsetTooLarge,
   HostnameBindingDisplaced,
   LeaseLost,
   NoLiveBackends,
@@ -36,6 +37,8 @@ import type {
 import { Metrics } from "../observe/Metrics.js"
 import { meteredResolve } from "../observe/ResolveMetrics.js"
 import { policyOf, type TakeoverOf } from "./Policy.js"
+import type { ClockReading } from "./ClockReading.js"
+import { localRegistryClock, RegistryClock, type RegistryClockService } from "./RegistryClock.js"
 
 export interface RegisterInput {
   readonly worker: string
@@ -98,7 +101,11 @@ export interface Placement {
   readonly isNew: boolean
 }
 
-type Op<A, E = never> = Effect.Effect<A, E | RegistryUnavailable>
+/** Why the registry cannot be asked now: unreachable, or this process out of bound with its clock. */
+export type RegistryDown = RegistryUnavailable | ClockOffsetTooLarge
+
+/** Every operation needs the registry's time (RegistryClock.ts). */
+type Op<A, E = never> = Effect.Effect<A, E | RegistryDown>
 
 export interface RegistryService {
   readonly leaseMs: number
@@ -119,8 +126,10 @@ export interface RegistryService {
   readonly placementsHeld: (workers: ReadonlyArray<string>) => Op<PlacementsHeld>
   /** Ends placements and forgets workers that are gone (docs/protocol.md). */
   readonly sweep: Op<void>
-  /** Local clock minus the registry's clock, for `/readyz`. */
-  readonly clockSkewMs: Op<number>
+  /** One call that only checks the registry answers, for `/readyz`. */
+  readonly ping: Effect.Effect<void, RegistryUnavailable>
+  /** What the registry's clock tells this process now, for `/readyz`. */
+  readonly clockReading: Effect.Effect<ClockReading>
 }
 
 /** Ended rows go within two leases: the sweep runs every half lease. */
@@ -136,24 +145,23 @@ const sweepForever = (registry: RegistryService) =>
 
 export class Registry extends Context.Tag("pinboard/Registry")<Registry, RegistryService>() {
   /** Over the backend in context; resolves timed and counted when metrics are on; swept. */
-  static readonly layer = (policy: RegistryPolicy, takeoverOf: TakeoverOf): Layer.Layer<Registry, never, Backend | Metrics> =>
+  static readonly layer = (policy: RegistryPolicy, takeoverOf: TakeoverOf): Layer.Layer<Registry, never, Backend | RegistryClock | Metrics> =>
     Layer.scoped(
       Registry,
       Effect.gen(function* () {
-        const registry = makeRegistry(yield* Backend, policy, takeoverOf)
+        const registry = makeRegistry(yield* Backend, policy, takeoverOf, yield* RegistryClock)
         yield* sweepForever(registry)
         return { ...registry, resolve: meteredResolve(registry.resolve, yield* Metrics) }
       })
     )
 
-  static readonly layerConfig: Layer.Layer<Registry, never, Backend | Metrics | AppConfig> = Layer.unwrapEffect(
+  static readonly layerConfig: Layer.Layer<Registry, never, Backend | RegistryClock | Metrics | AppConfig> = Layer.unwrapEffect(
     Effect.map(AppConfig, (config) => Registry.layer(policyOf(config), takeoverOf(config)))
   )
 
   static readonly layerTest = (registry: RegistryService): Layer.Layer<Registry> => Layer.succeed(Registry, registry)
 }
 
-const now = Effect.clockWith((clock) => clock.currentTimeMillis)
 const hex32 = Random.nextIntBetween(0, 0x10000).pipe(
   Effect.map((n) => n.toString(16).padStart(4, "0")),
   Effect.replicate(4),
@@ -264,8 +272,10 @@ const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll
 export const makeRegistry = (
   backend: RegistryBackend,
   policy: RegistryPolicy,
-  takeoverOf: TakeoverOf = () => "wind_down"
+  takeoverOf: TakeoverOf = () => "wind_down",
+  clock: RegistryClockService = localRegistryClock
 ): RegistryService => {
+  const now = clock.now
   const bucket = (key: PlacementKey) => bucketOf(key.env, key.namespace, key.id, backend.buckets)
   /** bindingKey(hostname, namespace) -> the env last learnt for it (hostname-aware mode). */
   const boundEnvs = new Map<string, string>()
@@ -309,7 +319,7 @@ export const makeRegistry = (
       // knows it and answers Rebound when the env tried is not it; the id's bucket is then asked.
       const pair = request.hostname === "" ? undefined : bindingKey(request.hostname, request.namespace)
       const resolveIn = (env: string) =>
-        Effect.clockWith((clock) =>
+        Effect.flatMap(now, (at) =>
           Effect.flatMap(twoRandomNumbers, (dice) => {
             const query: ResolveQuery = {
               env,
@@ -323,7 +333,7 @@ export const makeRegistry = (
               r1: Math.floor(dice / DICE) / DICE,
               r2: (dice % DICE) / DICE
             }
-            return backend.resolve(bucket(query), clock.unsafeCurrentTimeMillis(), query)
+            return backend.resolve(bucket(query), at, query)
           })
         )
       const env = (pair === undefined ? undefined : boundEnvs.get(pair)) ?? request.env
@@ -357,6 +367,7 @@ export const makeRegistry = (
         }))
       ),
     sweep: Effect.flatMap(now, (at) => backend.sweep(at)).pipe(Effect.flatMap(reachedAll)),
-    clockSkewMs: Effect.zipWith(now, backend.time, (local, remote) => local - remote)
+    ping: Effect.asVoid(backend.time),
+    clockReading: clock.reading
   }
 }

@@ -148,7 +148,7 @@ describe("shutdown", () => {
       agentSocket.write("GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     })
     expect(reply).toMatch(/^HTTP\/1\.1 503 /)
-    expect(reply).toContain('{"error":"not ready"}')
+    expect(reply).toContain('{"error":"not ready","reason":"shutting down"}')
     expect(pinboard.process.exit).toBeUndefined()
     await release(worker, held)
     expect((await held.outcome).body).toBe("held\nreleased\n")

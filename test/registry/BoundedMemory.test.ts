@@ -3,6 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { backendOf } from "../../src/App.js"
+import { RegistryClock } from "../../src/registry/RegistryClock.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { Metrics } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
@@ -39,6 +40,7 @@ describe("bounded memory on Redis", () => {
           redis: { url: `redis://127.0.0.1:${redis.server.port}`, cluster: undefined, prefix: "bounded" }
         })
         const layer = Registry.Registry.layerConfig.pipe(
+          Layer.provide(RegistryClock.layerLocal),
           Layer.provide(backendOf(config)),
           Layer.provide(Metrics.layer(false)),
           Layer.provide(Layer.succeed(AppConfig, config))

@@ -9,6 +9,7 @@ import { AppConfig } from "../../src/AppConfig.js"
 import type { PinboardConfig } from "../../src/Config.js"
 import { respond } from "../../src/http/Server.js"
 import { backendOf } from "../../src/App.js"
+import { RegistryClock } from "../../src/registry/RegistryClock.js"
 import { Metrics } from "../../src/observe/Metrics.js"
 import { makeInstancePipeline } from "../../src/pipeline/Pipeline.js"
 import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
@@ -110,7 +111,12 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     }
   })
   // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
-  const registry = Registry.Registry.layerConfig.pipe(Layer.provide(backendOf(config)), Layer.provide(Metrics.layer(false)))
+  // The registry's clock is the test's Clock (TestClock under it.effect), also on Redis.
+  const registry = Registry.Registry.layerConfig.pipe(
+    Layer.provide(RegistryClock.layerLocal),
+    Layer.provide(backendOf(config)),
+    Layer.provide(Metrics.layer(false))
+  )
   const layers = Layer.mergeAll(registry, Upstream.layerTest(fake.client), InflightCap.layerConfig, Deadlines.layer, Auth.layerConfig).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig, config))
   )

@@ -6,18 +6,18 @@ import { Effect } from "effect"
 import { CALLER_HEADER } from "../../contract/Headers.js"
 import type { AuthService } from "../../auth/Auth.js"
 import type { CallerClaims } from "../../auth/CallerToken.js"
-import { InvalidAttestation, StaleAttestation, type AttestationExpired, type RegistryUnavailable } from "../../Errors.js"
-import type { RegistryService } from "../../registry/Registry.js"
+import { InvalidAttestation, StaleAttestation, type AttestationExpired } from "../../Errors.js"
+import type { RegistryDown, RegistryService } from "../../registry/Registry.js"
 
 /** The calling instance, from a verified `Pinboard-Caller`. */
 export type Caller = CallerClaims
 
-export type AttestationError = InvalidAttestation | AttestationExpired | StaleAttestation | RegistryUnavailable
+export type AttestationError = InvalidAttestation | AttestationExpired | StaleAttestation | RegistryDown
 
 const outside: Effect.Effect<Caller | undefined> = Effect.succeed(undefined)
 
 /** The caller's placement must be live, on the token's worker, at the token's epoch. */
-const stillPlaced = (registry: RegistryService, claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryUnavailable> =>
+const stillPlaced = (registry: RegistryService, claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryDown> =>
   registry.placement({ env: claims.env, namespace: claims.namespace, id: claims.id }).pipe(
     Effect.catchTag("NotPlaced", () => new StaleAttestation()),
     Effect.flatMap((view) =>

@@ -1,10 +1,9 @@
 // Step 7, resolve (docs/protocol.md "Resolution"): the one atomic resolve of the request. Deliver.ts
 // notes the Clock time it was asked at, for the re-resolve rule of "Retries Pinboard makes".
 import type { Effect } from "effect"
-import type { RegistryUnavailable } from "../../Errors.js"
-import type { Placement, RegistryService, ResolveRefusal, ResolveRequest } from "../../registry/Registry.js"
+import type { Placement, RegistryDown, RegistryService, ResolveRefusal, ResolveRequest } from "../../registry/Registry.js"
 
-export type ResolveError = ResolveRefusal | RegistryUnavailable
+export type ResolveError = ResolveRefusal | RegistryDown
 
 export const resolvePlacement = (registry: RegistryService, request: ResolveRequest): Effect.Effect<Placement, ResolveError> =>
   registry.resolve(request)

@@ -1,0 +1,140 @@
+// The registry's one clock (docs/protocol.md "Time"): every `now` the registry stores or judges
+// by (lease ends, lease left, cold-start marks, epoch floors, wind-down deadlines, nack
+// windows, the sweep) comes from here, never from this process's wall clock.
+//
+// On Redis it is the Redis `TIME`, sampled every 2 s and carried on between samples by the
+// monotonic clock, so a request costs no Redis call. A process whose wall clock is further
+// than `registry.maxClockOffsetMs` from it, or that has no fresh sample, gets an error instead
+// of a time: it makes no registry writes until it is back in bound. The embedded registry
+// lives in this process, so its clock is the process's own `Clock`. Either way the time comes
+// through Effect's `Clock`, and TestClock drives it in tests.
+import { Clock, Context, Effect, Layer } from "effect"
+import { AppConfig } from "../AppConfig.js"
+import { ClockOffsetTooLarge, RegistryUnavailable } from "../Errors.js"
+import { Metrics } from "../observe/Metrics.js"
+import { monotonicMicros } from "../serving/Monotonic.js"
+import { Backend, type RegistryBackend } from "./Backend.js"
+import { carriedOn, readClock, sampleOf, type ClockReading, type ClockSample } from "./ClockReading.js"
+
+export interface RegistryClockService {
+  /** The registry's time now, in ms. */
+  readonly now: Effect.Effect<number, RegistryUnavailable | ClockOffsetTooLarge>
+  /** What `now` would tell, without failing: for `/readyz`. */
+  readonly reading: Effect.Effect<ClockReading>
+}
+
+/** Re-sampled this often while samples come (docs/protocol.md "Time")... */
+export const SAMPLE_EVERY_MS = 2_000
+/** ...and this often while they do not, so that a registry back up is learnt soon. */
+export const SAMPLE_AGAIN_MS = 250
+/** A sample older than three rounds is not trusted: the registry has not been reached since. */
+export const SAMPLE_STALE_MS = 3 * SAMPLE_EVERY_MS
+/** Tries per round for a sample whose round trip is short enough. */
+const TRIES_PER_ROUND = 3
+
+
+/** The clock of a registry held in this process: the process's own. */
+export const localRegistryClock: RegistryClockService = {
+  now: Clock.currentTimeMillis,
+  reading: Effect.map(Clock.currentTimeMillis, (nowMs) => ({ _tag: "InBound", nowMs, offsetMs: 0 }))
+}
+
+/** The outcome of `now` for a reading. */
+const nowOf = (reading: ClockReading): Effect.Effect<number, RegistryUnavailable | ClockOffsetTooLarge> => {
+  switch (reading._tag) {
+    case "InBound":
+      return Effect.succeed(reading.nowMs)
+    case "OutOfBound":
+      return Effect.fail(new ClockOffsetTooLarge({ offsetMs: reading.offsetMs }))
+    case "Unsampled":
+      return Effect.fail(new RegistryUnavailable({ cause: "the registry's time has not been sampled" }))
+  }
+}
+
+const logChange = (to: ClockReading, maxOffsetMs: number) => {
+  if (to._tag === "OutOfBound") {
+    return Effect.logWarning("clock offset from the registry too large: no registry writes until it is back in bound", {
+      offsetMs: Math.round(to.offsetMs),
+      maxClockOffsetMs: maxOffsetMs
+    })
+  }
+  if (to._tag === "Unsampled") return Effect.logWarning("registry time not sampled: no registry writes until a sample")
+  return Effect.logInfo("clock back in bound with the registry: registry writes resume", { offsetMs: Math.round(to.offsetMs) })
+}
+
+/**
+ * Samples `backend.time` now and every round after for as long as the scope lasts. A sample
+ * counts when its round trip is at most half the bound (it is then off by a quarter at most).
+ * The process's clocks are the `Clock` in context when it is made.
+ */
+export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) =>
+  Effect.gen(function* () {
+    const metrics = yield* Metrics
+    const clock = yield* Effect.clock
+    const bounds = { maxOffsetMs, staleMs: SAMPLE_STALE_MS }
+    let sample: ClockSample | undefined
+    /** The state last logged: a start in bound says nothing. */
+    let told: ClockReading["_tag"] = "InBound"
+
+    const tryOnce = Effect.suspend(() => {
+      const sent = monotonicMicros(clock)
+      return Effect.map(backend.time, (registryMs) => {
+        const received = monotonicMicros(clock)
+        return received - sent <= (maxOffsetMs / 2) * 1000 ? sampleOf(sent, received, Math.round(registryMs * 1000)) : undefined
+      })
+    })
+    const firstGood = Effect.iterate(
+      { fresh: undefined as ClockSample | undefined, tries: 0 },
+      {
+        while: (state) => state.fresh === undefined && state.tries < TRIES_PER_ROUND,
+        body: (state) =>
+          tryOnce.pipe(
+            Effect.orElseSucceed(() => undefined),
+            Effect.map((fresh) => ({ fresh, tries: state.tries + 1 }))
+          )
+      }
+    )
+
+    const readNow = () => readClock(sample, monotonicMicros(clock), clock.unsafeCurrentTimeMillis(), bounds)
+    const reading = Effect.sync(readNow)
+
+    /** One round: a fresh sample if one comes; logs and counts a change of state. Answers the wait before the next. */
+    const round = Effect.gen(function* () {
+      const { fresh } = yield* firstGood
+      if (fresh !== undefined) {
+        const movedMs = sample === undefined ? 0 : (fresh.registryMicros - carriedOn(sample, fresh.monotonicMicros)) / 1000
+        if (Math.abs(movedMs) > maxOffsetMs) {
+          // A Redis failover to a node with another clock, or a step of the monotonic clock.
+          yield* Effect.logWarning("the registry's time moved between two samples", { movedMs: Math.round(movedMs) })
+        }
+        sample = fresh
+      }
+      const now = yield* reading
+      if (now._tag !== "Unsampled") metrics.clockOffset(now.offsetMs)
+      if (now._tag !== told) {
+        if (now._tag === "OutOfBound") metrics.clockOutOfBound()
+        yield* logChange(now, maxOffsetMs)
+        told = now._tag
+      }
+      return fresh === undefined ? SAMPLE_AGAIN_MS : SAMPLE_EVERY_MS
+    })
+
+    const firstWait = yield* round
+    yield* Effect.iterate(firstWait, { while: () => true, body: (waitMs) => Effect.zipRight(Effect.sleep(waitMs), round) }).pipe(
+      Effect.forkScoped
+    )
+    return { now: Effect.suspend(() => nowOf(readNow())), reading } satisfies RegistryClockService
+  })
+
+export class RegistryClock extends Context.Tag("pinboard/RegistryClock")<RegistryClock, RegistryClockService>() {
+  /** The embedded registry's: this process's `Clock`; in tests, TestClock, on either backend. */
+  static readonly layerLocal: Layer.Layer<RegistryClock> = Layer.succeed(RegistryClock, localRegistryClock)
+
+  /** The backend's time, sampled, within `maxOffsetMs` of this process's wall clock. */
+  static readonly layerSampled = (maxOffsetMs: number): Layer.Layer<RegistryClock, never, Backend | Metrics> =>
+    Layer.scoped(RegistryClock, Effect.flatMap(Backend, (backend) => makeSampledClock(backend, maxOffsetMs)))
+
+  static readonly layerSampledConfig: Layer.Layer<RegistryClock, never, Backend | Metrics | AppConfig> = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => RegistryClock.layerSampled(config.registry.maxClockOffsetMs))
+  )
+}
