@@ -73,6 +73,6 @@ export const readFleet = (
   Effect.gen(function* () {
     const workers = yield* registry.workers
     const held = yield* registry.placementsHeld(workers.map((view) => view.worker))
-    const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    const now = yield* registry.now
     return fleetSnapshot({ now, leaseMs: registry.leaseMs, buckets, workers, held, rates: rates() })
   })

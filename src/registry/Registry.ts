@@ -126,6 +126,8 @@ export interface RegistryService {
   readonly placementsHeld: (workers: ReadonlyArray<string>) => Op<PlacementsHeld>
   /** Ends placements and forgets workers that are gone (docs/protocol.md). */
   readonly sweep: Op<void>
+  /** The registry's time as this process reads it (RegistryClock.ts). */
+  readonly now: Op<number>
   /** One call that only checks the registry answers, for `/readyz`. */
   readonly ping: Effect.Effect<void, RegistryUnavailable>
   /** What the registry's clock tells this process now, for `/readyz`. */
@@ -367,6 +369,7 @@ export const makeRegistry = (
         }))
       ),
     sweep: Effect.flatMap(now, (at) => backend.sweep(at)).pipe(Effect.flatMap(reachedAll)),
+    now,
     ping: Effect.asVoid(backend.time),
     clockReading: clock.reading
   }
