@@ -9,7 +9,10 @@
 // Each round runs every variant once (the order rotated every round) in batches of 128
 // concurrent fibers, the suspensions resumed from setImmediate as I/O would. Prints, per
 // variant, the median over rounds of µs per fiber and the extra µs over the baseline.
-import { Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
+import { Clock, Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
+import { Metrics } from "../src/observe/Metrics.js"
+import { makeMemoryBackend } from "../src/registry/Memory.js"
+import { makeSampledClock, type RegistryClockService } from "../src/registry/RegistryClock.js"
 import { RE_RESOLVE, REFUSAL_RE_PLACE, retryAfterFailure } from "../src/pipeline/Policies.js"
 import { makeDeadlines, type DeadlinesService } from "../src/proxy/Deadlines.js"
 import { StaleResolve } from "../src/proxy/Signals.js"
@@ -28,9 +31,15 @@ const io: Effect.Effect<number> = Effect.async<number>((resume) => {
 /** Two suspensions: the shape of one forward (resolve, then headers). */
 const request: Effect.Effect<number, StaleResolve> = Effect.flatMap(io, () => io)
 
+/** What the variants are given: made once, as the process makes them at start-up. */
+interface Made {
+  readonly deadlines: DeadlinesService
+  readonly registryClock: RegistryClockService
+}
+
 type Variant = {
   readonly name: string
-  readonly make: (deadlines: DeadlinesService) => () => Effect.Effect<unknown, unknown>
+  readonly make: (made: Made) => () => Effect.Effect<unknown, unknown>
   /** Forked on a runtime with the request scheduler (src/http/RequestScheduler.ts) instead of Effect's default. */
   readonly requestScheduler?: boolean
 }
@@ -56,7 +65,9 @@ const VARIANTS: ReadonlyArray<Variant> = [
   } },
   { name: "+ catchTag recursion (the hand-written retry)", make: () => () => Effect.catchTag(request, "StaleResolve", () => request) },
   { name: "+ Effect.timeout(30 s)", make: () => () => Effect.timeout(request, Duration.seconds(30)) },
-  { name: "+ a Deadlines timer started and cancelled", make: (deadlines) => () => Effect.suspend(() => {
+  { name: "+ the wall clock's time first (Clock.currentTimeMillis)", make: () => () => Effect.flatMap(Clock.currentTimeMillis, () => request) },
+  { name: "+ the registry clock's time first (a sampled reading)", make: ({ registryClock }) => () => Effect.flatMap(registryClock.now, () => request) },
+  { name: "+ a Deadlines timer started and cancelled", make: ({ deadlines }) => () => Effect.suspend(() => {
     const timer = deadlines.timer(() => undefined)
     timer.start(30_000)
     return Effect.ensuring(request, Effect.sync(() => timer.cancel()))
@@ -99,9 +110,14 @@ const median = (values: ReadonlyArray<number>): number => {
   return sorted[Math.floor(sorted.length / 2)]!
 }
 
-// In a scope never closed: the timers' fibers live as long as the process.
-const deadlines = await Effect.runPromise(Effect.flatMap(Scope.make(), (scope) => Scope.extend(makeDeadlines, scope)))
-const made = VARIANTS.map((variant) => ({ name: variant.name, make: variant.make(deadlines), requestScheduler: variant.requestScheduler === true }))
+// In a scope never closed: the timers' and the clock sampler's fibers live as long as the process.
+const scope = await Effect.runPromise(Scope.make())
+const deadlines = await Effect.runPromise(Scope.extend(makeDeadlines, scope))
+const policy = { leaseMs: 15_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 15_000 }
+const registryClock = await Effect.runPromise(
+  Scope.extend(makeSampledClock(makeMemoryBackend(1, policy), 1000), scope).pipe(Effect.provide(Metrics.layer(false)))
+)
+const made = VARIANTS.map((variant) => ({ name: variant.name, make: variant.make({ deadlines, registryClock }), requestScheduler: variant.requestScheduler === true }))
 const figures = new Map<string, Array<number>>(made.map((v) => [v.name, []]))
 // Warm-up: every variant once at a tenth of the size.
 for (const variant of made) await measure(variant.make, variant.requestScheduler)
