@@ -8,7 +8,7 @@
 // of a time: it makes no registry writes until it is back in bound. The embedded registry
 // lives in this process, so its clock is the process's own `Clock`. Either way the time comes
 // through Effect's `Clock`, and TestClock drives it in tests.
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { ClockOffsetTooLarge, RegistryUnavailable } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
@@ -32,6 +32,8 @@ export const SAMPLE_STALE_MS = 3 * SAMPLE_EVERY_MS
 /** Tries per round for a sample whose round trip is short enough. */
 const TRIES_PER_ROUND = 3
 
+/** Rounds for ever, each after the wait the one before answered. */
+const SAMPLING = Schedule.identity<number>().pipe(Schedule.addDelay((waitMs) => Duration.millis(waitMs)))
 
 /** The clock of a registry held in this process: the process's own. */
 export const localRegistryClock: RegistryClockService = {
@@ -120,9 +122,7 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
     })
 
     const firstWait = yield* round
-    yield* Effect.iterate(firstWait, { while: () => true, body: (waitMs) => Effect.zipRight(Effect.sleep(waitMs), round) }).pipe(
-      Effect.forkScoped
-    )
+    yield* Effect.zipRight(Effect.sleep(firstWait), Effect.repeat(round, SAMPLING)).pipe(Effect.forkScoped)
     return { now: Effect.suspend(() => nowOf(readNow())), reading } satisfies RegistryClockService
   })
 
