@@ -211,29 +211,15 @@ export const makeRedisBackend = (
         return first!.catch((cause: unknown) => (others.length === 0 ? Promise.reject(cause) : Promise.any(others)))
       }).pipe(Effect.map((rows) => decodeWorkers(rows, now, policy))),
     placementsHeld: (now, workers) => every<ReadonlyArray<number>>("held", now, workers),
-    time: attempt(() => (client instanceof Cluster ? clusterTime(client) : client.time())).pipe(
+    // On a cluster, the first master to answer: a dead or hung shard must leave the registry
+    // neither without a time nor slow to sample it (docs/deploy.md "Clocks").
+    time: attempt(() => (client instanceof Cluster ? Promise.any(client.nodes("master").map((node) => node.time())) : client.time())).pipe(
       Effect.map((time) => {
         const [seconds, micros] = time
         return Number(seconds) * 1000 + Number(micros) / 1000
       })
     )
   }
-}
-
-/**
- * A cluster's time: every master is asked at once, and the first in address order that answers
- * is the one read, so that every Pinboard reads the same node's clock and one dead shard does
- * not leave the registry without a time (docs/deploy.md "Clocks").
- */
-const clusterTime = async (client: Cluster): Promise<ReadonlyArray<string | number>> => {
-  const masters = client
-    .nodes("master")
-    .map((node) => ({ node, address: `${node.options.host}:${node.options.port}` }))
-    .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
-  const answers = await Promise.allSettled(masters.map(({ node }) => node.time()))
-  const first = answers.find((answer) => answer.status === "fulfilled")
-  if (first === undefined) throw (answers[0] as PromiseRejectedResult | undefined)?.reason ?? new Error("no master")
-  return first.value
 }
 
 const withoutAnswers = (out: FanOut<unknown>): FanOut<void> => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) })
