@@ -10,7 +10,13 @@
 //   npm run chaos                                   1 minute
 //   npm run chaos -- --minutes=10 --seed=7          the reported run
 //   npm run chaos -- --cluster                      the registry on a Redis Cluster
+//   npm run chaos -- --faults=clock-bump,clock-strobe,pause   only these faults
 //   options: --minutes= --seed= --interval-ms= (between faults) --clients= --ids= --cluster
+//            --faults= (names of reliability/chaos/faults.ts FAULT_NAMES, comma-separated)
+//            --no-faketime (the Pinboards on the real clock, as where libfaketime is missing)
+//
+// The Pinboards run under libfaketime when it is installed, for the clock faults; without it
+// the run says so and leaves the clock faults out.
 //
 // Prints the figures; exits 1 when the audit finds a violation or ids do not recover.
 import { readFileSync, writeFileSync } from "node:fs"
@@ -20,7 +26,8 @@ import { Redis } from "ioredis"
 import { FencedStore } from "../src/worker/index.js"
 import { stopAll, stopAllSync } from "../bench/processes.js"
 import { answersDuring, audit, knownAnswers, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
-import { makeInjector, type FaultKind } from "./chaos/faults.js"
+import { findLibfaketime } from "./chaos/clock.js"
+import { CLOCK_SEEN_WITHIN_MS, faultKinds, makeInjector, type FaultKind } from "./chaos/faults.js"
 import { startFleet, type ChaosFleet } from "./chaos/fleet.js"
 import { Rng } from "./prng.js"
 
@@ -37,6 +44,14 @@ const INTERVAL_MS = option("interval-ms", 1100)
 const CLIENTS = option("clients", 16)
 const IDS = Array.from({ length: option("ids", 100) }, (_, i) => `c${i}`)
 const CLUSTER = argv.includes("--cluster")
+const NO_FAKETIME = argv.includes("--no-faketime")
+/** `--faults=a,b`: only these kinds; undefined: every kind of the mode. */
+const FAULTS = argv
+  .find((a) => a.startsWith("--faults="))
+  ?.slice("--faults=".length)
+  .split(",")
+  .map((name) => name.trim())
+  .filter((name) => name !== "")
 /**
  * docs/deploy.md asks for a lease of 5 s or more on a cluster: a heartbeat waits out a dead
  * shard's retries (about 0.8 s), and a failover must end within a lease less a heartbeat
@@ -57,6 +72,9 @@ const HARD_LIMIT_MS = MINUTES * 60_000 + 360_000
 const log = (line: string) => process.stdout.write(`${line}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Client requests on their way through each Pinboard, for the pause to land among them. */
+const inFlight = new Map<string, number>()
+
 // ---- clients -----------------------------------------------------------------------------------
 
 /** One increment (a POST whose body is a unique op), or a read of the value back. */
@@ -64,6 +82,7 @@ const call = async (pinboard: ChaosFleet["pinboards"][number], kind: ClientRecor
   const sentAt = Date.now()
   const via = pinboard.name
   const path = `/counters/${id}/${kind === "increment" ? "increment" : "value"}`
+  inFlight.set(via, (inFlight.get(via) ?? 0) + 1)
   try {
     const response = await fetch(`http://127.0.0.1:${pinboard.port}${path}`, {
       method: kind === "increment" ? "POST" : "GET",
@@ -75,6 +94,8 @@ const call = async (pinboard: ChaosFleet["pinboards"][number], kind: ClientRecor
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code
     return { kind, op, id, path, via, sentAt, answeredAt: Date.now(), error: cause ?? (error instanceof Error ? error.name : String(error)) }
+  } finally {
+    inFlight.set(via, inFlight.get(via)! - 1)
   }
 }
 
@@ -149,11 +170,28 @@ const stopRedisSync = () => running?.stopSync()
 
 const main = async (): Promise<boolean> => {
   const rng = new Rng(SEED)
+  const faketime = NO_FAKETIME ? { missing: "--no-faketime" } : findLibfaketime()
+  const kinds = faultKinds(CLUSTER ? "cluster" : "single", FAULTS, "lib" in faketime)
+  if (kinds.length === 0) throw new Error(`no fault left to inject (--faults=${FAULTS?.join(",")}, and no clock faults: ${"missing" in faketime ? faketime.missing : ""})`)
   log(
     `chaos: ${MINUTES} min of faults, seed ${SEED}, a fault every ~${INTERVAL_MS} ms, ${CLIENTS} clients on ${IDS.length} ids, ` +
       `registry on ${CLUSTER ? `a Redis Cluster (3 masters, 1 replica each, cluster-node-timeout ${NODE_TIMEOUT_MS} ms)` : "one redis-server"}, lease ${LEASE_MS} ms`
   )
-  const fleet = await startFleet({ leaseMs: LEASE_MS, workers: 4, idleMs: 3000, portClosedMs: 1500, cluster: CLUSTER, nodeTimeoutMs: NODE_TIMEOUT_MS })
+  log(
+    "lib" in faketime
+      ? `Pinboards under ${faketime.lib} (wall clock movable, monotonic clock real)`
+      : `no clock faults: ${faketime.missing}`
+  )
+  if (FAULTS !== undefined) log(`faults: ${kinds.join(", ")}`)
+  const fleet = await startFleet({
+    leaseMs: LEASE_MS,
+    workers: 4,
+    idleMs: 3000,
+    portClosedMs: 1500,
+    cluster: CLUSTER,
+    nodeTimeoutMs: NODE_TIMEOUT_MS,
+    libfaketime: "lib" in faketime ? faketime.lib : undefined
+  })
   running = fleet
   const registry = fleet.registry.mode === "single" ? `redis :${fleet.registry.port}` : `cluster ${fleet.registry.cluster.seeds}`
   log(`fleet up in ${fleet.dir}: registry ${registry}, storage redis :${fleet.storage.port}, pinboards :${fleet.pinboards.map((p) => p.port).join(" :")}`)
@@ -161,7 +199,7 @@ const main = async (): Promise<boolean> => {
   // Past the registry's cold start before the faults begin.
   await sleep(LEASE_MS + 500)
   const records: Array<ClientRecord> = []
-  const injector = makeInjector(fleet, LEASE_MS, rng, (line) => log(`  ${line}`))
+  const injector = makeInjector(fleet, { leaseMs: LEASE_MS, rng, kinds, inFlight: (name) => inFlight.get(name) ?? 0, log: (line) => log(`  ${line}`) })
   const faults = new Map<FaultKind, number>(injector.kinds.map((kind) => [kind, 0]))
   const endAt = Date.now() + MINUTES * 60_000
   let faultsOver = false
@@ -200,7 +238,11 @@ const main = async (): Promise<boolean> => {
     finalValues: await finalValues(fleet),
     known: knownAnswers,
     pinboardDowns: windowsOf("Pinboard killed, restarted"),
-    clientsLeft: fleet.clientsLeft
+    clientsLeft: fleet.clientsLeft,
+    // One redis-server's wipes. A cluster master's FLUSHALL wipes one shard's buckets only:
+    // the audit cannot tell its ids.
+    registryWipes: injector.wipes.map((w) => ({ target: "redis", ...w })),
+    leaseMs: LEASE_MS
   })
   const totalFaults = [...faults.values()].reduce((a, b) => a + b, 0)
   log("")
@@ -213,9 +255,11 @@ const main = async (): Promise<boolean> => {
   log(`lost acknowledged writes: ${result.lostAcknowledged}`)
   log(`reads: ${result.reads}; stale reads (below a value acknowledged before the read): ${result.staleReads}`)
   log(`replayed bodies: ${result.replayedBodies}`)
+  if (!CLUSTER) log(`placements inside a cold start (an activation within a lease of a registry wipe, for a request sent after it): ${result.coldStartPlacements}`)
   log(`unknown errors: ${result.unknownErrors}`)
   log(`hangs (no answer within ${REQUEST_TIMEOUT_MS} ms): ${result.hangs}`)
   log(`requests without an answer from a Pinboard that was up: ${result.unansweredWhileUp}`)
+  log(`late owners (requests an activation took after a newer epoch of its id activated on another worker; not a failure): ${result.lateOwners}`)
   if (injector.unhealed.length > 0) log(`faults that did not heal: ${injector.unhealed.join(", ")}`)
   if (injector.failovers.length > 0) {
     const sorted = [...injector.failovers].sort((a, b) => a - b)
@@ -228,11 +272,52 @@ const main = async (): Promise<boolean> => {
       log(`  ${String(count).padStart(7)} ${`${slowestMs} ms`.padStart(9)}  ${answer}`)
     }
   }
+  const clockWindows = windowsOf("Pinboard clock bumped forward").concat(windowsOf("Pinboard clock bumped back"), windowsOf("Pinboard clock strobed"))
+  if (injector.clockChecks.length > 0) {
+    const seen = injector.clockChecks.filter((c) => c.seenMs !== undefined)
+    const asSet = seen.filter((c) => Math.abs(c.seenMs! - c.setMs) <= CLOCK_SEEN_WITHIN_MS)
+    log(
+      `clock offsets set: ${injector.clockChecks.length} (strobe steps included); the replica's log lines showed ${seen.length} of them, ` +
+        `${asSet.length} within ${CLOCK_SEEN_WITHIN_MS} ms of the offset set`
+    )
+  }
+  for (const [what, windows] of [
+    ["a Pinboard while its clock was off", clockWindows],
+    ["a Pinboard SIGSTOPped", windowsOf("Pinboard SIGSTOP past a lease")]
+  ] as const) {
+    const during = answersDuring(records, windows)
+    if (during.requests === 0) continue
+    log(`answers of ${what}: ${during.requests} requests (count, slowest, answer)`)
+    for (const [answer, { count, slowestMs }] of [...during.answers].sort((a, b) => b[1].count - a[1].count)) {
+      log(`  ${String(count).padStart(7)} ${`${slowestMs} ms`.padStart(9)}  ${answer}`)
+    }
+  }
+  if (injector.pauses.length > 0) {
+    // Requests sent before a SIGSTOP and answered after its SIGCONT, and those of them a worker
+    // had delivered after the SIGCONT: forwarded by the Pinboard once it ran again.
+    const deliveredAt = new Map<string, number>()
+    for (const event of readEvents(fleet)) if (event.ev === "deliver") deliveredAt.set(event.op, event.t)
+    let held = 0
+    let forwardedAfter = 0
+    for (const pause of injector.pauses) {
+      for (const record of records) {
+        if (record.via !== pause.target || record.sentAt > pause.stoppedAt || record.answeredAt < pause.continuedAt) continue
+        held++
+        if ((deliveredAt.get(record.op) ?? 0) >= pause.continuedAt) forwardedAfter++
+      }
+    }
+    const lengths = injector.pauses.map((p) => p.continuedAt - p.stoppedAt)
+    log(
+      `Pinboard pauses: ${injector.pauses.length} of ${Math.min(...lengths)}-${Math.max(...lengths)} ms; requests in flight at the SIGSTOP: ` +
+        `${injector.pauses.map((p) => p.inFlight).join(" ")}; held over a pause: ${held}, delivered to a worker after the SIGCONT: ${forwardedAfter}`
+    )
+  }
   log(`worst recovery time: ${recovery.worstMs} ms (two leases: ${2 * LEASE_MS} ms)${recovery.unrecovered.length > 0 ? `; NOT recovered: ${recovery.unrecovered.join(" ")}` : ""}`)
   log("answers other than 200:")
   for (const [answer, n] of [...result.answers].sort((a, b) => b[1] - a[1])) log(`  ${String(n).padStart(7)}  ${answer}`)
   log("requests without an answer (a Pinboard down, a connection reset):")
   for (const [error, n] of [...result.unanswered].sort((a, b) => b[1] - a[1])) log(`  ${String(n).padStart(7)}  ${error}`)
+  for (const line of result.lateOwnerLines.slice(0, 20)) log(`LATE OWNER ${line}`)
   for (const problem of result.problems.slice(0, 50)) log(`PROBLEM ${problem}`)
 
   const ok =
@@ -240,6 +325,7 @@ const main = async (): Promise<boolean> => {
     result.lostAcknowledged === 0 &&
     result.staleReads === 0 &&
     result.replayedBodies === 0 &&
+    result.coldStartPlacements === 0 &&
     result.unknownErrors === 0 &&
     result.hangs === 0 &&
     result.unansweredWhileUp === 0 &&

@@ -9,11 +9,21 @@
 // - stale reads: a read through Pinboard that returned less than a value acknowledged before
 //   the read was sent (an old owner still answering);
 // - replayed bodies: a request body delivered to a worker more than once;
+// - placements inside a cold start: an activation less than a lease after the whole registry
+//   could first be used empty, while every request for its id then on its way had been sent
+//   once the wipe was done: the request it was activated for was resolved on the empty
+//   registry, so its placement came after the wipe and less than a lease after the bucket's
+//   first use, inside the cold start (the registry places nothing for one lease after a
+//   bucket's first use, docs/registry-api.md "Cold start");
 // - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
 //   counter's own refusals;
 // - hangs: a request with no answer within the client's timeout;
 // - unanswered while up: a request that got no answer (a reset, a closed connection) from a
 //   Pinboard that was not killed while it was on its way.
+// And, apart (no failure): late owners, requests an activation took after a newer epoch of its id
+// had activated on another worker: two live owners at once, which the fenced store's refusal
+// of the older epoch's writes hides from the counts above (the workers share one machine's clock,
+// so their logs' times compare).
 import { compareEpochs } from "../../src/contract/Epochs.js"
 import { catalogue } from "../../src/Errors.js"
 import { whereHung, type ClientLeft } from "./clientsLeft.js"
@@ -83,6 +93,14 @@ export interface AuditInput {
   readonly pinboardDowns: ReadonlyArray<Window>
   /** Pinboard's 499 access lines: where a hung request was waiting. */
   readonly clientsLeft: ReadonlyArray<ClientLeft>
+  /**
+   * Each wipe of the whole registry (a FLUSHALL, an empty restart): from the first moment it
+   * could be used empty (its cold start begins no earlier) to when the wipe was done (a request
+   * sent later is resolved on the empty registry), ms.
+   */
+  readonly registryWipes: ReadonlyArray<Window>
+  /** The lease, which a cold start lasts (ms). */
+  readonly leaseMs: number
 }
 
 export interface AuditResult {
@@ -95,6 +113,7 @@ export interface AuditResult {
   readonly reads: number
   readonly staleReads: number
   readonly replayedBodies: number
+  readonly coldStartPlacements: number
   readonly unknownErrors: number
   readonly hangs: number
   readonly unansweredWhileUp: number
@@ -102,6 +121,14 @@ export interface AuditResult {
   readonly answers: ReadonlyMap<string, number>
   /** Requests that got no answer, by error. */
   readonly unanswered: ReadonlyMap<string, number>
+  /**
+   * Requests taken (delivered) by an activation after a newer epoch of its id had activated on
+   * another worker. Not a failure by itself: a worker frozen between a request's arrival and
+   * its delivery takes one after its lease, which the fence is there for.
+   */
+  readonly lateOwners: number
+  /** A line per late owner's request. */
+  readonly lateOwnerLines: ReadonlyArray<string>
   /** A line per violation, for the report. */
   readonly problems: ReadonlyArray<string>
 }
@@ -148,6 +175,56 @@ export const audit = (input: AuditInput): AuditResult => {
         doubleActivations++
         problems.push(`${id}: epoch ${epochs[i - 1]} wrote ${olderMax}, at or above epoch ${epochs[i]}'s first write ${newerMin}`)
       }
+    }
+  }
+
+  // Activations by id, in the order logged; a delivery to one of them after a newer epoch of the
+  // id activated on another worker is a late owner's.
+  const activated = new Map<string, Array<Extract<WorkerEvent, { ev: "activate" }>>>()
+  for (const event of input.events) {
+    if (event.ev !== "activate") continue
+    const list = activated.get(event.id) ?? []
+    activated.set(event.id, list)
+    list.push(event)
+  }
+  let lateOwners = 0
+  const lateOwnerLines: Array<string> = []
+  for (const event of input.events) {
+    if (event.ev !== "deliver") continue
+    const list = activated.get(event.id) ?? []
+    // A delivery to an activation that claimed its epoch (not one the store found stale).
+    if (!list.some((a) => a.worker === event.worker && a.epoch === event.epoch && a.t <= event.t)) continue
+    const newer = list.find((a) => a.worker !== event.worker && a.t < event.t && compareEpochs(a.epoch, event.epoch) > 0)
+    if (newer === undefined) continue
+    lateOwners++
+    lateOwnerLines.push(
+      `${event.id}: ${event.worker} at epoch ${event.epoch} took ${event.op} at ${event.t}, ${event.t - newer.t} ms after ${newer.worker} activated epoch ${newer.epoch}`
+    )
+  }
+
+  // Placements inside a cold start: an activation less than a lease after a wipe's start while
+  // the requests for its id on their way (the one it was activated for among them, whether an
+  // increment or a read) had all been sent after the wipe's end.
+  let coldStartPlacements = 0
+  if (input.registryWipes.length > 0) {
+    const requestsOf = new Map<string, Array<ClientRecord>>()
+    for (const record of input.clients) {
+      const list = requestsOf.get(record.id) ?? []
+      requestsOf.set(record.id, list)
+      list.push(record)
+    }
+    for (const event of input.events) {
+      if (event.ev !== "activate") continue
+      const wipe = input.registryWipes.find((w) => w.from <= event.t && event.t < w.from + input.leaseMs)
+      if (wipe === undefined) continue
+      const onTheirWay = (requestsOf.get(event.id) ?? []).filter((r) => r.sentAt <= event.t && event.t <= r.answeredAt)
+      if (onTheirWay.length === 0 || onTheirWay.some((r) => r.sentAt < wipe.to)) continue
+      coldStartPlacements++
+      const firstSent = Math.min(...onTheirWay.map((r) => r.sentAt))
+      problems.push(
+        `${event.id}: ${event.worker} activated epoch ${event.epoch} ${event.t - wipe.from} ms after the registry was wiped, for a request sent ${firstSent - wipe.to} ms or more after the wipe was done: ` +
+          `placed inside the cold start (one lease, ${input.leaseMs} ms)`
+      )
     }
   }
 
@@ -248,11 +325,14 @@ export const audit = (input: AuditInput): AuditResult => {
     reads: reads.length,
     staleReads,
     replayedBodies,
+    coldStartPlacements,
     unknownErrors,
     hangs,
     unansweredWhileUp,
     answers,
     unanswered,
+    lateOwners,
+    lateOwnerLines,
     problems
   }
 }

@@ -2,7 +2,8 @@
 // Cluster of three masters with a replica each), which the faults hit; the counters' storage
 // redis-server, which they leave alone; two Pinboards and four counter workers, each
 // restartable on its own port; and the links the workers' registry calls go through and, on
-// one redis-server, each Pinboard's registry connection.
+// one redis-server, each Pinboard's registry connection. With libfaketime, each Pinboard runs
+// under it, its wall clock movable while it runs (reliability/chaos/clock.ts).
 import { existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -11,6 +12,7 @@ import { startRedisServer, type RedisServer } from "../../test/support/RedisServ
 import { startRedisCluster, type RedisCluster } from "../../test/support/RedisCluster.js"
 import { spawnNode, type Proc } from "../../bench/processes.js"
 import { clientLeftOf, type ClientLeft } from "./clientsLeft.js"
+import { fakedClockEnv, replicaClock, type ReplicaClock } from "./clock.js"
 import type { WorkerSpec } from "./counterWorker.js"
 import { openLink, type Link } from "./link.js"
 
@@ -27,6 +29,8 @@ export interface FleetOptions {
   readonly cluster: boolean
   /** The cluster's cluster-node-timeout: how long a dead master goes before its replica takes over. */
   readonly nodeTimeoutMs: number
+  /** libfaketimeMT, to start the Pinboards under (their restarts too); undefined: real clocks. */
+  readonly libfaketime: string | undefined
 }
 
 /** One redis-server, restarted on the same port. */
@@ -52,7 +56,7 @@ export interface ChaosFleet {
   readonly storage: RedisServer
   readonly registry: SingleRegistry | ClusterRegistry
   /** On one redis-server, each Pinboard's registry connection goes through `redisLink`. */
-  readonly pinboards: ReadonlyArray<Restartable & { readonly port: number; readonly redisLink: Link | undefined }>
+  readonly pinboards: ReadonlyArray<Restartable & { readonly port: number; readonly redisLink: Link | undefined; readonly clock: ReplicaClock | undefined }>
   readonly workers: ReadonlyArray<Restartable & { readonly link: Link; readonly logFile: string }>
   /** The Pinboards' 499 access lines so far (the access log is on). */
   readonly clientsLeft: ReadonlyArray<ClientLeft>
@@ -117,6 +121,7 @@ const startProcesses = async (
     ["pinboard-a", "pinboard-b"].map(async (name) => {
       const port = await freePort()
       const redisLink = registry.mode === "single" ? await openLink(() => registry.port) : undefined
+      const clock = options.libfaketime === undefined ? undefined : replicaClock(join(dir, `${name}.clock`))
       const env = {
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PINBOARD_"))),
         ...(registry.mode === "single" ? { PINBOARD_REDIS_URL: `redis://127.0.0.1:${redisLink!.port}` } : { PINBOARD_REDIS_CLUSTER: registry.cluster.seeds }),
@@ -124,18 +129,24 @@ const startProcesses = async (
         PINBOARD_PORT: String(port),
         PINBOARD_HOST: "127.0.0.1",
         PINBOARD_LEASE_MS: String(options.leaseMs),
-        PINBOARD_ACCESS_LOG: "true"
+        PINBOARD_ACCESS_LOG: "true",
+        ...(clock === undefined ? {} : fakedClockEnv(options.libfaketime!, clock.file))
       }
-      const entry: Restartable & { port: number; redisLink: Link | undefined } = {
+      const entry: Restartable & { port: number; redisLink: Link | undefined; clock: ReplicaClock | undefined } = {
         name,
         port,
         redisLink,
+        clock,
         current: undefined as unknown as Proc,
         start: async () => {
           entry.current = spawnNode(name, undefined, MAIN, [], env)
           entry.current.onLine((line) => {
+            clock?.observe(line)
             const left = clientLeftOf(name, line)
-            if (left !== undefined) clientsLeft.push(left)
+            if (left === undefined) return
+            // A line's time is the replica's clock: while that may be off, when the line came
+            // in, less the request's duration, tells better when the request arrived.
+            clientsLeft.push(clock?.mayBeOff() ? { ...left, receivedAt: Date.now() - left.durationMs } : left)
           })
           await waitHealthy(port, entry.current)
         }

@@ -49,7 +49,9 @@ const clean = {
   finalValues: new Map([["c1", 2]]),
   known,
   pinboardDowns: [],
-  clientsLeft: []
+  clientsLeft: [],
+  registryWipes: [],
+  leaseMs: 1500
 }
 
 describe("the chaos audit", () => {
@@ -77,6 +79,43 @@ describe("the chaos audit", () => {
   it("counts a read sent after an acknowledgement that returned less", () => {
     expect(audit({ ...clean, clients: [...clean.clients, read("s", 1, 25)] }).staleReads).toBe(1)
     expect(audit({ ...clean, clients: [...clean.clients, read("s", 1, 20)] }).staleReads).toBe(0)
+  })
+
+  it("tells apart, without failing, a request an activation took after a newer epoch of its id activated on another worker", () => {
+    const activate = (worker: string, epoch: string, t: number): WorkerEvent => ({ t, worker, ev: "activate", id: "c1", epoch, value: 0 })
+    const at = (event: WorkerEvent, t: number): WorkerEvent => ({ ...event, t })
+    const events = [activate("w1", "1", 0), activate("w2", "2", 10), at(deliver("w1", "c1", "1", "late"), 11), at(deliver("w1", "c1", "1", "before"), 9), at(deliver("w2", "c1", "2", "own"), 12)]
+    const result = audit({ ...clean, events })
+    expect(result.lateOwners).toBe(1)
+    expect(result.lateOwnerLines).toEqual(["c1: w1 at epoch 1 took late at 11, 1 ms after w2 activated epoch 2"])
+    expect(result.problems).toEqual([])
+    // A delivery to an activation the store found stale (no activate of its own) is no owner's.
+    const stale: WorkerEvent = { t: 5, worker: "w3", ev: "stale", id: "c1", epoch: "0" }
+    expect(audit({ ...clean, events: [activate("w2", "2", 10), stale, at(deliver("w3", "c1", "0", "refused"), 11)] }).lateOwners).toBe(0)
+  })
+
+  it("counts an activation less than a lease after a registry wipe, for a request sent after it, as a placement inside the cold start", () => {
+    const activate = (worker: string, epoch: string, t: number): WorkerEvent => ({ t, worker, ev: "activate", id: "c1", epoch, value: 0 })
+    const at = (event: WorkerEvent, t: number): WorkerEvent => ({ ...event, t })
+    const sent = (op: string, sentAt: number, answeredAt: number): ClientRecord => ({ ...answer(op, 503, '{"error":"registry cold start, retry"}'), sentAt, answeredAt })
+    const history = (activatedAt: number, ...requests: Array<ClientRecord>) => ({
+      ...clean,
+      events: [activate("w1", "9", activatedAt), at(deliver("w1", "c1", "9", "x"), activatedAt + 1)],
+      clients: requests,
+      finalValues: new Map([["c1", 1]]),
+      registryWipes: [{ target: "redis", from: 9_900, to: 10_000 }]
+    })
+    const inside = audit(history(10_400, sent("x", 10_300, 10_402), sent("before", 9_000, 9_500), sent("later", 10_401, 10_500)))
+    expect(inside.coldStartPlacements).toBe(1)
+    expect(inside.problems).toEqual([
+      "c1: w1 activated epoch 9 500 ms after the registry was wiped, for a request sent 300 ms or more after the wipe was done: placed inside the cold start (one lease, 1500 ms)"
+    ])
+    // A lease after the wipe's start (its first use may have come before the wipe was done); a
+    // request for the id on its way since before the wipe was done (it may be the one, resolved
+    // before the wipe); no request on its way.
+    expect(audit(history(11_450, sent("x", 11_300, 11_452))).coldStartPlacements).toBe(0)
+    expect(audit(history(10_400, sent("x", 10_300, 10_402), sent("read", 9_990, 10_420))).coldStartPlacements).toBe(0)
+    expect(audit(history(10_400, sent("x", 10_401, 10_402))).coldStartPlacements).toBe(0)
   })
 
   it("counts a body delivered twice", () => {
