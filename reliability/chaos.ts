@@ -256,6 +256,7 @@ const main = async (): Promise<boolean> => {
   log(`reads: ${result.reads}; stale reads (below a value acknowledged before the read): ${result.staleReads}`)
   log(`replayed bodies: ${result.replayedBodies}`)
   if (!CLUSTER) log(`placements inside a cold start (an activation within a lease of a registry wipe, for a request sent after it): ${result.coldStartPlacements}`)
+  log(`epochs backwards (a request sent after a newer epoch of its id was seen, delivered at an older one)${CLUSTER ? ", not a failure on a cluster (a failover can lose the last writes)" : ""}: ${result.epochsBackwards}`)
   log(`unknown errors: ${result.unknownErrors}`)
   log(`hangs (no answer within ${REQUEST_TIMEOUT_MS} ms): ${result.hangs}`)
   log(`requests without an answer from a Pinboard that was up: ${result.unansweredWhileUp}`)
@@ -326,6 +327,7 @@ const main = async (): Promise<boolean> => {
     result.staleReads === 0 &&
     result.replayedBodies === 0 &&
     result.coldStartPlacements === 0 &&
+    (CLUSTER || result.epochsBackwards === 0) &&
     result.unknownErrors === 0 &&
     result.hangs === 0 &&
     result.unansweredWhileUp === 0 &&

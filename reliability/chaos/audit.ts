@@ -15,6 +15,9 @@
 //   registry, so its placement came after the wipe and less than a lease after the bucket's
 //   first use, inside the cold start (the registry places nothing for one lease after a
 //   bucket's first use, docs/registry-api.md "Cold start");
+// - epochs backwards: a request carrying an epoch of its id below one a worker had already seen
+//   when the request was sent: it was resolved after that epoch was minted, so it must carry
+//   that epoch or a newer one (docs/protocol.md "Time");
 // - unknown errors: an answer that is neither a success, a catalogue row, nor one of the
 //   counter's own refusals;
 // - hangs: a request with no answer within the client's timeout;
@@ -114,6 +117,12 @@ export interface AuditResult {
   readonly staleReads: number
   readonly replayedBodies: number
   readonly coldStartPlacements: number
+  /**
+   * Requests sent after a worker had seen an epoch of their id, delivered at a lower one. On
+   * one redis-server a failure; on a cluster a failover can bring back a row the dead master
+   * had not replicated its replacement of (the fence refuses its writes), so only reported.
+   */
+  readonly epochsBackwards: number
   readonly unknownErrors: number
   readonly hangs: number
   readonly unansweredWhileUp: number
@@ -228,6 +237,29 @@ export const audit = (input: AuditInput): AuditResult => {
     }
   }
 
+  // Epochs only grow per id. A worker sees an epoch only after it was minted, so a request sent
+  // later was resolved after that: it must carry that epoch or a newer one. A request resolved
+  // earlier and forwarded late (its Pinboard paused) was sent earlier too, and is not counted.
+  const firstSeen = new Map<string, Map<string, number>>()
+  for (const event of input.events) {
+    const seen = firstSeen.get(event.id) ?? new Map<string, number>()
+    firstSeen.set(event.id, seen)
+    if ((seen.get(event.epoch) ?? Infinity) > event.t) seen.set(event.epoch, event.t)
+  }
+  const sentAt = new Map(input.clients.map((record) => [record.op, record.sentAt]))
+  let epochsBackwards = 0
+  for (const event of input.events) {
+    if (event.ev !== "deliver") continue
+    const sent = sentAt.get(event.op)
+    if (sent === undefined) continue
+    for (const [epoch, t] of firstSeen.get(event.id) ?? []) {
+      if (t >= sent || compareEpochs(epoch, event.epoch) <= 0) continue
+      epochsBackwards++
+      problems.push(`${event.id}: ${event.op}, sent ${sent - t} ms after epoch ${epoch} was seen at a worker, reached ${event.worker} at epoch ${event.epoch}`)
+      break
+    }
+  }
+
   let replayedBodies = 0
   for (const [op, times] of delivered) {
     if (times > 1) {
@@ -326,6 +358,7 @@ export const audit = (input: AuditInput): AuditResult => {
     staleReads,
     replayedBodies,
     coldStartPlacements,
+    epochsBackwards,
     unknownErrors,
     hangs,
     unansweredWhileUp,

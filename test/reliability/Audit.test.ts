@@ -118,6 +118,22 @@ describe("the chaos audit", () => {
     expect(audit(history(10_400, sent("x", 10_401, 10_402))).coldStartPlacements).toBe(0)
   })
 
+  it("counts a request sent after a newer epoch of its id was seen at a worker and delivered at an older one", () => {
+    const at = (event: WorkerEvent, t: number): WorkerEvent => ({ ...event, t })
+    const sentAt = (op: string, t: number): ClientRecord => ({ ...acked("c1", op, 0, t + 5), sentAt: t })
+    const history = (sent: number) => ({
+      ...clean,
+      events: [at(deliver("w1", "c1", "5", "a"), 100), at(deliver("w2", "c1", "4", "late"), 300)],
+      clients: [sentAt("a", 90), sentAt("late", sent)]
+    })
+    const backwards = audit(history(150))
+    expect(backwards.epochsBackwards).toBe(1)
+    expect(backwards.problems).toContain("c1: late, sent 50 ms after epoch 5 was seen at a worker, reached w2 at epoch 4")
+    // Sent before epoch 5 was seen: resolved earlier and forwarded late (a paused Pinboard).
+    expect(audit(history(99)).epochsBackwards).toBe(0)
+    expect(audit(clean).epochsBackwards).toBe(0)
+  })
+
   it("counts a body delivered twice", () => {
     expect(audit({ ...clean, events: [...clean.events, deliver("w2", "c1", "2", "a")] }).replayedBodies).toBe(1)
   })
