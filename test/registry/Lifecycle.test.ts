@@ -4,10 +4,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, TestClock } from "effect"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
-import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
-import { redisBackend, useRedis, wipeBucket } from "../support/RedisBackend.js"
+import { backendSubjects, useRedis } from "../support/RedisBackend.js"
 
 const LEASE = 15_000
 const BUCKETS = 4
@@ -23,27 +22,14 @@ interface Subject {
 }
 
 const redis = useRedis()
-let prefixes = 0
 
-const subjects: ReadonlyArray<readonly [string, () => Subject]> = [
-  [
-    "embedded",
-    () => {
-      const backend = makeMemoryBackend(BUCKETS, policy)
-      return { registry: makeRegistry(backend, policy), wipe: (b) => Effect.sync(() => backend.wipe(b)) }
-    }
-  ],
-  [
-    "redis",
-    () => {
-      const prefix = `life${prefixes++}`
-      return {
-        registry: makeRegistry(redisBackend(redis.client, prefix, BUCKETS, policy), policy),
-        wipe: (b) => Effect.promise(() => wipeBucket(redis.client, prefix, b))
-      }
-    }
-  ]
-]
+const subjects: ReadonlyArray<readonly [string, () => Subject]> = backendSubjects(redis, "life", BUCKETS, policy).map(([name, make]) => [
+  name,
+  () => {
+    const { backend, wipe } = make()
+    return { registry: makeRegistry(backend, policy), wipe }
+  }
+])
 
 /** A registered worker, kept alive, with the cold start behind it. */
 const warmFleet = (registry: RegistryService, workers: ReadonlyArray<readonly [string, number]>) =>

@@ -15,10 +15,9 @@ import { bucketOf } from "../../src/contract/Bucket.js"
 import { Metrics } from "../../src/observe/Metrics.js"
 import type { RegistryBackend } from "../../src/registry/Backend.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
-import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
 import { makeSampledClock } from "../../src/registry/RegistryClock.js"
-import { redisBackend, useRedis, wipeBucket } from "../support/RedisBackend.js"
+import { backendSubjects, useRedis, type BackendSubject } from "../support/RedisBackend.js"
 import { skewedClock } from "../support/SkewedClock.js"
 import { scaled } from "../support/Time.js"
 
@@ -69,37 +68,16 @@ const wipeThenSlowReplicaFirst: ReadonlyArray<Step> = [
   ]).flat()
 ]
 
-interface Subject {
-  readonly backend: RegistryBackend
-  readonly wipe: Effect.Effect<void>
-}
+/** Wipes every bucket of the subject's backend. */
+const wipeAll = (subject: BackendSubject) => Effect.forEach(Array.from({ length: BUCKETS }, (_, b) => b), subject.wipe, { discard: true })
 
 const redis = useRedis()
-let prefixes = 0
-const subjects: ReadonlyArray<readonly [string, () => Subject]> = [
-  [
-    "embedded",
-    () => {
-      const backend = makeMemoryBackend(BUCKETS, policy)
-      return { backend, wipe: Effect.sync(() => Array.from({ length: BUCKETS }, (_, b) => backend.wipe(b))) }
-    }
-  ],
-  [
-    "redis",
-    () => {
-      const prefix = `clocks${prefixes++}`
-      return {
-        backend: redisBackend(redis.client, prefix, BUCKETS, policy),
-        wipe: Effect.promise(() => Promise.all(Array.from({ length: BUCKETS }, (_, b) => wipeBucket(redis.client, prefix, b)))).pipe(Effect.asVoid)
-      }
-    }
-  ]
-]
+const subjects = backendSubjects(redis, "clocks", BUCKETS, policy)
 
 const seen = new Map<string, number>()
 const note = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1)
 
-const runSteps = (subject: Subject, steps: ReadonlyArray<Step>) =>
+const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
   Effect.gen(function* () {
     yield* TestClock.setTime(T0)
     const base = yield* Effect.clock
@@ -160,7 +138,7 @@ const runSteps = (subject: Subject, steps: ReadonlyArray<Step>) =>
           skew.B = s.ms
           break
         case "wipe":
-          yield* subject.wipe
+          yield* wipeAll(subject)
           wipedAt = now()
           firstUse.clear()
           note("wiped")

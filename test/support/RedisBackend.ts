@@ -1,9 +1,12 @@
 // A Redis backend on a test's own redis-server or Redis Cluster, plus a bucket wipe as an
 // operator would do it.
+import { Effect } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { afterAll, beforeAll } from "vitest"
 import { startRedisCluster, type ClusterOptions, type RedisCluster } from "./RedisCluster.js"
 import { startRedisServer, type RedisServer } from "./RedisServer.js"
+import type { RegistryBackend } from "../../src/registry/Backend.js"
+import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { clusterNodes, clusterOptions, defineScripts, type RedisClient } from "../../src/registry/RedisConnection.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
@@ -25,6 +28,38 @@ export const connectCluster = async (cluster: RedisCluster): Promise<Cluster> =>
 
 export const redisBackend = (client: RedisClient, prefix: string, buckets: number, policy: RegistryPolicy) =>
   makeRedisBackend(client, { prefix, buckets, policy })
+
+/** A registry backend to test on, and a wipe of one of its buckets. */
+export interface BackendSubject {
+  readonly backend: RegistryBackend
+  readonly wipe: (bucket: number) => Effect.Effect<void>
+}
+
+/** The embedded backend and one on `redis` (a fresh key prefix each time), named, for `describe.each`. */
+export const backendSubjects = (
+  redis: { readonly client: Redis },
+  prefix: string,
+  buckets: number,
+  policy: RegistryPolicy
+): ReadonlyArray<readonly [string, () => BackendSubject]> => {
+  let made = 0
+  return [
+    [
+      "embedded",
+      () => {
+        const backend = makeMemoryBackend(buckets, policy)
+        return { backend, wipe: (b) => Effect.sync(() => backend.wipe(b)) }
+      }
+    ],
+    [
+      "redis",
+      () => {
+        const keys = `${prefix}${made++}`
+        return { backend: redisBackend(redis.client, keys, buckets, policy), wipe: (b) => Effect.promise(() => wipeBucket(redis.client, keys, b)) }
+      }
+    ]
+  ]
+}
 
 /** Deletes every key of one bucket (its hash tag), as a partial wipe of Redis would. */
 export const wipeBucket = async (client: RedisClient, prefix: string, bucket: number): Promise<void> => {
