@@ -10,7 +10,7 @@
 // concurrent fibers, the suspensions resumed from setImmediate as I/O would. Prints, per
 // variant, the median over rounds of µs per fiber and the extra µs over the baseline.
 import { Clock, Duration, Effect, Exit, Runtime, Schedule, Scope } from "effect"
-import { Metrics } from "../src/observe/Metrics.js"
+import { Metrics, metricsOff } from "../src/observe/Metrics.js"
 import { makeMemoryBackend } from "../src/registry/Memory.js"
 import { makeSampledClock, type RegistryClockService } from "../src/registry/RegistryClock.js"
 import { RE_RESOLVE, REFUSAL_RE_PLACE, retryAfterFailure } from "../src/pipeline/Policies.js"
@@ -115,7 +115,7 @@ const scope = await Effect.runPromise(Scope.make())
 const deadlines = await Effect.runPromise(Scope.extend(makeDeadlines, scope))
 const policy = { leaseMs: 15_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 15_000 }
 const registryClock = await Effect.runPromise(
-  Scope.extend(makeSampledClock(makeMemoryBackend(1, policy), 1000), scope).pipe(Effect.provide(Metrics.layer(false)))
+  Scope.extend(makeSampledClock(makeMemoryBackend(1, policy), 1000), scope).pipe(Effect.provide(Metrics.layerTest(metricsOff)))
 )
 const made = VARIANTS.map((variant) => ({ name: variant.name, make: variant.make({ deadlines, registryClock }), requestScheduler: variant.requestScheduler === true }))
 const figures = new Map<string, Array<number>>(made.map((v) => [v.name, []]))

@@ -8,12 +8,11 @@
 // the exporter's batching, serialization and sending included) for each variant.
 //
 //   npm run bench:tracing -- --spans [--fibers=100000] [--rounds=5]
-import { EventEmitter } from "node:events"
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingMessage } from "node:http"
 import { Effect, Exit, Runtime, Scope } from "effect"
 import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
-import type { ExchangeNote } from "../src/observe/Exchange.js"
-import { makeTracing, type TracingService } from "../src/observe/Tracing.js"
+import type { ExchangeFacts } from "../src/observe/Exchange.js"
+import { makeTracing, tracingOff, type TracingService } from "../src/observe/Tracing.js"
 import type { Placement } from "../src/registry/Registry.js"
 import { spawnProcess } from "../test/support/Processes.js"
 import { numberArg } from "./args.js"
@@ -32,27 +31,26 @@ const PLACEMENT: Placement = { env: "", worker: "w1", advertiseUrl: "http://w1.t
 
 const io = <A>(value: A): Effect.Effect<A> => Effect.async<A>((resume) => void setImmediate(() => resume(Effect.succeed(value))))
 
-const fakeExchange = (traceparent: string | undefined) => {
+const fakeRequest = (traceparent: string | undefined) => {
   const req = { method: "GET", headers: traceparent === undefined ? {} : { traceparent } } as unknown as IncomingMessage
-  const res = Object.assign(new EventEmitter(), { headersSent: true, statusCode: 200 }) as unknown as ServerResponse
-  const note: ExchangeNote = { namespace: "/threads", id: "t1" }
-  return { req, res, note }
+  return req
 }
 
 /**
  * A request as Server.ts and Deliver.ts run it, the response closed at its end: with
- * `tracing`, through its wrappers; without, the same steps as the untraced path takes them.
+ * `tracing`, through its wrappers, the request span ended as the observer ends it.
  */
-const requestOf = (tracing: TracingService | undefined, traceparent: string | undefined) => () => {
-  const { req, res, note } = fakeExchange(traceparent)
-  const resolve = tracing === undefined ? io(PLACEMENT) : tracing.resolve(io(PLACEMENT))
-  const answer = Effect.flatMap(resolve, (placement) => {
-    note.worker = placement.worker
-    note.epoch = placement.epoch
-    return tracing === undefined ? io(undefined) : tracing.forward(placement, (sent) => io(sent))
+const requestOf = (tracing: TracingService, traceparent: string | undefined) => () => {
+  const req = fakeRequest(traceparent)
+  return tracing.request(req, (span) => {
+    const answer = Effect.flatMap(tracing.resolve(io(PLACEMENT)), (placement) =>
+      Effect.as(
+        tracing.forward(placement, (sent) => io(sent)),
+        { namespace: "/threads", id: "t1", worker: placement.worker, epoch: placement.epoch, upgradeStatus: undefined } satisfies ExchangeFacts
+      )
+    )
+    return Effect.map(answer, (facts) => span.end(facts, undefined, 200))
   })
-  const answered = Effect.ensuring(Effect.asVoid(answer), Effect.sync(() => res.emit("close")))
-  return tracing === undefined ? answered : tracing.request(req, res, note, answered)
 }
 
 export const runSpanCosts = async (): Promise<void> => {
@@ -63,10 +61,10 @@ export const runSpanCosts = async (): Promise<void> => {
   const sampledOut = await Effect.runPromise(Scope.extend(makeTracing(`http://127.0.0.1:${port}`, 0), scope))
   const base = await Effect.runPromise(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))
   const runOff = Runtime.runFork(base)
-  const runOn = Runtime.runFork(await Effect.runPromise(Effect.withTracer(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()), tracing.tracer)))
+  const runOn = Runtime.runFork(await Effect.runPromise(tracing.withTracer(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))))
 
   const variants = [
-    { name: "tracing off: no spans", run: runOff, make: requestOf(undefined, undefined) },
+    { name: "tracing off: no spans", run: runOff, make: requestOf(tracingOff, undefined) },
     { name: "tracing on: request, resolve, forward spans", run: runOn, make: requestOf(tracing, undefined) },
     { name: "tracing on, continuing a client's traceparent", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") },
     { name: "tracing on, the client's traceparent unsampled", run: runOn, make: requestOf(tracing, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00") },

@@ -1,6 +1,7 @@
-// The layers, composed in one place: the two listeners over the registry (on the backend the
-// config chooses, and its clock), auth, the upstream client, the forward's timers, the inflight cap, the
-// metrics and the traces, every one of them reading the config it needs from AppConfig.
+// The layers, composed in one place: the two listeners over the instance pipeline (deliver,
+// the forward's context, the inflight cap), the registry on the backend the config chooses and
+// its clock, auth, the upstream client, the forward's timers, the metrics and the traces; each
+// reads the config it needs from AppConfig.
 import { Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { Auth } from "./auth/Auth.js"
@@ -9,28 +10,24 @@ import { MetricsServer } from "./http/MetricsServer.js"
 import { Server } from "./http/Server.js"
 import { Metrics } from "./observe/Metrics.js"
 import { Tracing } from "./observe/Tracing.js"
-import { InflightCap } from "./pipeline/steps/InflightCap.js"
+import { Deliver } from "./pipeline/Deliver.js"
+import { InflightCap } from "./pipeline/InflightCap.js"
+import { InstancePipeline } from "./pipeline/Pipeline.js"
 import { Deadlines } from "./proxy/Deadlines.js"
+import { ForwardContext } from "./proxy/ForwardContext.js"
 import { Upstream } from "./proxy/Upstream.js"
-import * as MemoryBackend from "./registry/Memory.js"
-import * as RedisBackend from "./registry/Redis.js"
+import { Backend } from "./registry/Backend.js"
 import { Registry } from "./registry/Registry.js"
 import { RegistryClock } from "./registry/RegistryClock.js"
 
-const isEmbedded = (config: PinboardConfig) => config.redis.url === undefined && config.redis.cluster === undefined
-
-/** Redis when a URL or Cluster seeds are given; else the embedded registry. */
-export const backendOf = (config: PinboardConfig) => (isEmbedded(config) ? MemoryBackend.layerConfig : RedisBackend.layerConfig)
-
-/** Redis time sampled on Redis; the process's own clock for the embedded registry, which lives in it. */
-const registryClockOf = (config: PinboardConfig) => (isEmbedded(config) ? RegistryClock.layerLocal : RegistryClock.layerSampledConfig)
-
 export const appLayer = (config: PinboardConfig): Layer.Layer<Server | MetricsServer> =>
-  Layer.merge(Server.layerConfig, MetricsServer.layerConfig).pipe(
-    Layer.provide(Registry.layerConfig),
-    Layer.provide(registryClockOf(config)),
-    Layer.provide(backendOf(config)),
-    Layer.provideMerge(Metrics.layerConfig),
-    Layer.provide(Layer.mergeAll(Upstream.layer, Deadlines.layer, InflightCap.layerConfig, Auth.layerConfig, Tracing.layerConfig)),
-    Layer.provide(Layer.succeed(AppConfig, config))
+  Layer.merge(Server.layer, MetricsServer.layer).pipe(
+    Layer.provide(InstancePipeline.layer),
+    Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
+    Layer.provideMerge(Layer.mergeAll(InflightCap.layer, Tracing.layer, Auth.layer, Upstream.layer, Deadlines.layer)),
+    Layer.provideMerge(Registry.layer),
+    Layer.provide(RegistryClock.layer),
+    Layer.provideMerge(Backend.layer),
+    Layer.provideMerge(Metrics.layer),
+    Layer.provide(AppConfig.layer(config))
   )

@@ -64,6 +64,9 @@ export const loadConfigWithSources: (input: {
 export const loadConfig = (input: { readonly flags: CommandLineFlags; readonly env: Env }): Effect.Effect<PinboardConfig, ConfigInvalid> =>
   Effect.map(loadConfigWithSources(input), (loaded) => loaded.config)
 
+/** No Redis URL and no Cluster seeds: the registry is embedded in this process (docs/deploy.md). */
+export const usesEmbeddedRegistry = (config: PinboardConfig): boolean => config.redis.url === undefined && config.redis.cluster === undefined
+
 /** How takeover works in an env (docs/protocol.md "Resolution"): `wind_down` unless `envs.<env>.takeover` says otherwise. */
 export const takeoverOf =
   (config: PinboardConfig) =>

@@ -7,7 +7,6 @@ import { AttestationExpired, InvalidAttestation } from "../Errors.js"
 import { makeAttestationSigner, type AttestationClaims } from "./Attestation.js"
 import { attestationKey } from "../contract/AttestationKey.js"
 import { verifyCallerToken, type CallerClaims } from "./CallerToken.js"
-import type { FetchJwks } from "./Jwks.js"
 import { makeProvider, type Provider } from "./Providers.js"
 import { compileRule, type CompiledRule } from "./Rules.js"
 
@@ -23,19 +22,16 @@ export interface AuthService {
 export type AuthSettings = Pick<PinboardConfig, "token" | "providers" | "namespaces">
 
 export class Auth extends Context.Tag("pinboard/Auth")<Auth, AuthService>() {
-  /** `fetchJwks` replaces the remote JWKS fetch (tests). */
-  static readonly layer = (settings: AuthSettings, fetchJwks?: FetchJwks): Layer.Layer<Auth> => Layer.effect(Auth, makeAuth(settings, fetchJwks))
-
-  static readonly layerConfig: Layer.Layer<Auth, never, AppConfig> = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Auth.layer(config)))
+  static readonly layer: Layer.Layer<Auth, never, AppConfig> = Layer.effect(Auth, Effect.flatMap(AppConfig, (config) => makeAuth(config)))
 }
 
-const makeAuth = (config: AuthSettings, fetchJwks?: FetchJwks): Effect.Effect<AuthService> =>
+const makeAuth = (config: AuthSettings): Effect.Effect<AuthService> =>
   Effect.gen(function* () {
     const clock = yield* Effect.clock
     const key = attestationKey(Redacted.value(config.token))
     const sign = makeAttestationSigner(key)
     const providers = new Map<string, Provider>()
-    for (const [name, provider] of Object.entries(config.providers)) providers.set(name, yield* makeProvider(provider, fetchJwks))
+    for (const [name, provider] of Object.entries(config.providers)) providers.set(name, yield* makeProvider(provider))
     const rules =
       config.namespaces === undefined
         ? undefined

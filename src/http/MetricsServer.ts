@@ -44,7 +44,7 @@ const answer = (res: ServerResponse, { reply, allow }: ListenerAnswer): void => 
 
 export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<MetricsServer, { readonly port: number | undefined }>() {
   /** Listens on `metrics.port` (its bound port; none while metrics are off), closed with the layer. */
-  static readonly layerConfig: Layer.Layer<MetricsServer, never, AppConfig | Metrics | Registry> = Layer.scoped(
+  static readonly layer: Layer.Layer<MetricsServer, never, AppConfig | Metrics | Registry> = Layer.scoped(
     MetricsServer,
     Effect.gen(function* () {
       const config = yield* AppConfig

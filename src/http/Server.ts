@@ -5,17 +5,14 @@ import type { Duplex } from "node:stream"
 import { Cause, Context, Effect, Layer, Option, Runtime } from "effect"
 import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
-import type { Auth } from "../auth/Auth.js"
 import { type CatalogueError, ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
-import { makeInstancePipeline, type InstanceError } from "../pipeline/Pipeline.js"
+import { InstancePipeline, type InstanceOutcome } from "../pipeline/Pipeline.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
-import { exchangeObserver, type ExchangeNote } from "../observe/Exchange.js"
+import { exchangeObserver, NO_FACTS, NO_SPAN, type ExchangeFacts, type OwnAnswer } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { Tracing } from "../observe/Tracing.js"
-import { InflightCap } from "../pipeline/steps/InflightCap.js"
-import type { Deadlines } from "../proxy/Deadlines.js"
+import { InflightCap } from "../pipeline/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
-import type { Upstream } from "../proxy/Upstream.js"
 import type { Registry } from "../registry/Registry.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { messageError, type MessageError } from "./Message.js"
@@ -44,79 +41,96 @@ const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>
 const reasonOf = (error: CatalogueError): string | undefined => ("reason" in error ? error.reason : undefined)
 
 /** A 502's why, at debug level in the error log (the access log has it too, as `reason`). */
-const logBadGateway = (error: CatalogueError, note: ExchangeNote | undefined) =>
+const logBadGateway = (error: CatalogueError, facts: ExchangeFacts) =>
   Effect.logDebug("bad gateway").pipe(
     Effect.annotateLogs({
       error: error._tag,
       reason: reasonOf(error),
-      namespace: note?.namespace,
-      id: note?.id,
-      worker: note?.worker,
-      epoch: note?.epoch,
+      namespace: facts.namespace,
+      id: facts.id,
+      worker: facts.worker,
+      epoch: facts.epoch,
       cause: error.cause === undefined ? undefined : String(error.cause)
     })
   )
 
 /**
- * Every error in a handler's channel is a catalogue error with its reply; anything else is a
- * defect, logged and answered `500 internal error`. One catch, so that a request that
- * succeeds pays for one frame and one closure.
+ * Answers a failure: a catalogue error with its reply; anything else is a defect, logged and
+ * answered `500 internal error`; an interruption, not at all. Gives what was answered.
  */
-const answering = <E extends CatalogueError, R>(
-  handler: Effect.Effect<unknown, E, R>,
+const answerFailure = <E extends CatalogueError>(
+  cause: Cause.Cause<E>,
   write: (reply: Reply) => void,
-  note: ExchangeNote | undefined
-): Effect.Effect<void, never, R> =>
-  Effect.catchAllCause(handler, (cause) => {
-    const answer = (tag: string, reply: Reply, reason: string | undefined) => {
-      if (note !== undefined) {
-        note.error = tag
-        note.status = reply.status
-        note.reason = reason
-      }
+  facts: ExchangeFacts
+): Effect.Effect<OwnAnswer | undefined> => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    const reply = error.reply
+    const written = Effect.sync(() => {
       write(reply)
-    }
-    const failure = Cause.failureOption(cause)
-    if (Option.isSome(failure)) {
-      const error = failure.value
-      const reply = error.reply
-      const written = Effect.sync(() => answer(error._tag, reply, reasonOf(error)))
-      return reply.status === 502 ? Effect.zipRight(logBadGateway(error, note), written) : written
-    }
-    if (Cause.isInterruptedOnly(cause)) return Effect.void
-    return Effect.zipRight(Effect.logError("unhandled error", cause), Effect.sync(() => answer("InternalError", internalError, undefined)))
-  })
+      return { error: error._tag, status: reply.status, reason: reasonOf(error) }
+    })
+    return reply.status === 502 ? Effect.zipRight(logBadGateway(error, facts), written) : written
+  }
+  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(undefined)
+  return Effect.zipRight(
+    Effect.logError("unhandled error", cause),
+    Effect.sync(() => {
+      write(internalError)
+      return { error: "InternalError", status: internalError.status, reason: undefined }
+    })
+  )
+}
 
-/** `note`, if given, learns the catalogue error answered and its status. */
-export const respond = <E extends CatalogueError, R>(
-  req: IncomingMessage,
-  res: ServerResponse,
-  handler: Effect.Effect<unknown, E, R>,
-  note?: ExchangeNote
-) => answering(handler, (reply) => writeReply(req, res, reply), note)
+/** One catch, so that a request that succeeds pays for one frame and one closure. */
+const answering = <E extends CatalogueError, R>(handler: Effect.Effect<unknown, E, R>, write: (reply: Reply) => void): Effect.Effect<void, never, R> =>
+  Effect.catchAllCause(handler, (cause) => Effect.asVoid(answerFailure(cause, write, NO_FACTS)))
+
+/** A handler's failure answered with its catalogue reply (or 500). */
+export const respond = <E extends CatalogueError, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<unknown, E, R>) =>
+  answering(handler, (reply) => writeReply(req, res, reply))
 
 /** Upgrades answer failures with a bare status line (docs/proxy.md "WebSockets"). */
-export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>, note?: ExchangeNote) =>
-  answering(handler, (reply) => writeBareStatus(socket, reply), note)
+export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>) =>
+  answering(handler, (reply) => writeBareStatus(socket, reply))
+
+/** An instance request's outcome answered: what Pinboard wrote itself, if it did. */
+const answerOutcome = (outcome: InstanceOutcome | Refused, write: (reply: Reply) => void): Effect.Effect<OwnAnswer | undefined> =>
+  outcome.failure === undefined ? NOT_ANSWERED : answerFailure<CatalogueError>(outcome.failure, write, outcome)
+
+const NOT_ANSWERED = Effect.succeed(undefined)
+
+/** An instance request's outcome answered, unobserved (the pipeline harness's server). */
+export const respondToOutcome = (req: IncomingMessage, res: ServerResponse, outcome: Effect.Effect<InstanceOutcome>) =>
+  Effect.flatMap(outcome, (done) => answerOutcome(done, (reply) => writeReply(req, res, reply)))
+
+/** A request RFC 9112 rules out (http/Message.ts), refused before the pipeline: nothing learned. */
+interface Refused extends ExchangeFacts {
+  readonly failure: Cause.Cause<MessageError>
+}
+
+const refusedOutcome = (error: MessageError): Effect.Effect<Refused> => Effect.succeed({ ...NO_FACTS, failure: Cause.fail(error) })
+
+/** Calls `then` once the response is closed (at once if it is). */
+const whenClosed = (res: ServerResponse, then: () => void): void => {
+  if (res.closed) then()
+  else res.once("close", then)
+}
 
 export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
-  static readonly layerConfig: Layer.Layer<
-    Server,
-    never,
-    AppConfig | Registry | Auth | Metrics | InflightCap | Upstream | Deadlines
-  > = Layer.scoped(Server, Effect.suspend(() => serve))
+  static readonly layer: Layer.Layer<Server, never, AppConfig | Registry | InstancePipeline | Metrics | InflightCap | Tracing> =
+    Layer.scoped(Server, Effect.suspend(() => serve))
 }
 
 const serve = Effect.gen(function* () {
   const config = yield* AppConfig
   const tracing = yield* Tracing
   // With traces on, the request fibers run with the OTLP tracer (observe/Tracing.ts).
-  const runtime = yield* Effect.withScheduler(Effect.runtime<Registry | Auth | AppConfig>(), makeRequestScheduler()).pipe(
-    (made) => (tracing === undefined ? made : Effect.withTracer(made, tracing.tracer))
-  )
+  const runtime = yield* tracing.withTracer(Effect.withScheduler(Effect.runtime<Registry | AppConfig>(), makeRequestScheduler()))
   const run = Runtime.runFork(runtime)
-  const pipeline = yield* makeInstancePipeline
+  const pipeline = yield* InstancePipeline
   let shuttingDown = false
   const tunnels: TunnelSet = new Set()
   const metrics = yield* Metrics
@@ -124,29 +138,34 @@ const serve = Effect.gen(function* () {
   metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
   const observer = exchangeObserver(metrics, config.log.access)
 
-  // A request RFC 9112 rules out (http/Message.ts) is answered before the pipeline; an
-  // instance request's answer is observed all the same.
-  const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) => {
-    const note: ExchangeNote = {}
-    const handler: Effect.Effect<unknown, InstanceError | MessageError> = refused ?? pipeline.request(req, res, note)
-    if (!observer.idle) {
+  // An instance request is answered, then observed once its response is closed: counted,
+  // logged and its span ended from the outcome's facts.
+  const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) =>
+    tracing.request(req, (span) => {
       const startedAt = performance.now()
-      res.once("close", () => observer.finished(req, note, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt))
-    }
-    const answer = respond(req, res, handler, note)
-    return tracing === undefined ? answer : tracing.request(req, res, note, answer)
-  }
+      const write = (reply: Reply) => writeReply(req, res, reply)
+      const outcome: Effect.Effect<InstanceOutcome | Refused> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
+      if (observer.idle && span === NO_SPAN) return Effect.flatMap(outcome, (done) => answerOutcome(done, write))
+      return Effect.flatMap(outcome, (done) =>
+        Effect.map(answerOutcome(done, write), (answer) =>
+          whenClosed(res, () => observer.finished(req, done, answer, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt, span))
+        )
+      )
+    })
 
-  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const note: ExchangeNote = {}
-    const handler: Effect.Effect<unknown, InstanceError | MessageError> = messageError(req) ?? pipeline.upgrade(req, socket, head, tunnels, note)
-    let answer = respondBare(socket, handler, note)
-    if (!observer.idle) {
+  // An upgrade is observed when its answer is over: the tunnel open, or the bare status written.
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    tracing.request(req, (span) => {
       const startedAt = performance.now()
-      answer = Effect.ensuring(answer, Effect.sync(() => observer.finished(req, note, note.status ?? CLIENT_CLOSED, startedAt)))
-    }
-    return tracing === undefined ? answer : tracing.upgrade(req, note, answer)
-  }
+      const write = (reply: Reply) => writeBareStatus(socket, reply)
+      const refused = messageError(req)
+      const outcome: Effect.Effect<InstanceOutcome | Refused> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
+      return Effect.flatMap(outcome, (done) =>
+        Effect.map(answerOutcome(done, write), (answer) =>
+          observer.finished(req, done, answer, done.upgradeStatus ?? answer?.status ?? CLIENT_CLOSED, startedAt, span)
+        )
+      )
+    })
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req.url ?? "/")

@@ -1,49 +1,75 @@
-// One instance exchange as the request metrics and the access log see it: the pipeline notes
-// what it learns (namespace and id, then the worker and epoch it forwards to, or the error it
-// answered with), and when the exchange is over one call counts it and writes its line.
+// One instance exchange as its observers see it: the facts the pipeline returns (namespace and
+// id, the worker and epoch it forwarded to), the answer Pinboard wrote itself if it did, and
+// the status the client was sent. Once the exchange is over, one call counts it, writes its
+// access line and ends its span.
 import type { IncomingMessage } from "node:http"
 import { pathOf } from "../Address.js"
 import type { MetricsService } from "./Metrics.js"
 import { writeLogLine } from "./Log.js"
 
-export interface ExchangeNote {
-  namespace?: string
-  id?: string
-  worker?: string
-  epoch?: string
-  /** The catalogue error Pinboard answered with, and that answer's status. */
-  error?: string
-  /** Why, where the error says (a 502's cause: `connect refused`, `header overflow`...). */
-  reason?: string | undefined
-  status?: number
+/** What the pipeline learned of an exchange, as far as it got. */
+export interface ExchangeFacts {
+  readonly namespace: string | undefined
+  readonly id: string | undefined
+  readonly worker: string | undefined
+  readonly epoch: string | undefined
+  /** An upgrade's status from the worker: 101, or what it answered instead. */
+  readonly upgradeStatus: number | undefined
 }
 
+/** Nothing learned: a request refused before the pipeline read its address. */
+export const NO_FACTS: ExchangeFacts = { namespace: undefined, id: undefined, worker: undefined, epoch: undefined, upgradeStatus: undefined }
+
+/** An answer Pinboard wrote itself: the catalogue error, its status, and why where the error says. */
+export interface OwnAnswer {
+  readonly error: string
+  readonly status: number
+  /** A 502's cause: `connect refused`, `header overflow`... */
+  readonly reason: string | undefined
+}
+
+/** The request's span, ended by the observer (observe/Tracing.ts). */
+export interface RequestSpan {
+  readonly end: (facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number) => void
+}
+
+/** A request that is not traced. */
+export const NO_SPAN: RequestSpan = { end: () => undefined }
+
 export interface ExchangeObserver {
-  /** Nothing to observe: the pipeline's notes go nowhere. */
+  /** Nothing to observe: no metrics, no access log (the span, when there is one, still ends). */
   readonly idle: boolean
-  /** Counts the exchange and writes its access line; `status` is what the client was sent. */
-  readonly finished: (req: IncomingMessage, note: ExchangeNote, status: number, startedAt: number) => void
+  /** Counts the exchange, writes its access line and ends its span; `status` is what the client was sent. */
+  readonly finished: (
+    req: IncomingMessage,
+    facts: ExchangeFacts,
+    answer: OwnAnswer | undefined,
+    status: number,
+    startedAt: number,
+    span: RequestSpan
+  ) => void
 }
 
 export const exchangeObserver = (metrics: MetricsService, accessLog: boolean): ExchangeObserver => ({
   idle: !metrics.enabled && !accessLog,
-  finished: (req, note, status, startedAt) => {
+  finished: (req, facts, answer, status, startedAt, span) => {
+    span.end(facts, answer, status)
     const seconds = (performance.now() - startedAt) / 1000
-    metrics.request(note.namespace, status, seconds)
-    if (note.error !== undefined) metrics.error(note.error)
+    metrics.request(facts.namespace, status, seconds)
+    if (answer !== undefined) metrics.error(answer.error)
     if (!accessLog) return
     // The path without its query: queries may carry secrets, and the path names the id.
     writeLogLine("info", "access", {
       method: req.method,
       path: pathOf(req.url ?? "/"),
-      namespace: note.namespace,
-      id: note.id,
+      namespace: facts.namespace,
+      id: facts.id,
       status,
       duration_ms: Math.round(seconds * 1e6) / 1e3,
-      worker: note.worker,
-      epoch: note.epoch,
-      error: note.error,
-      reason: note.reason
+      worker: facts.worker,
+      epoch: facts.epoch,
+      error: answer?.error,
+      reason: answer?.reason
     })
   }
 })

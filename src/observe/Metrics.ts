@@ -52,16 +52,16 @@ export interface MetricsService {
 }
 
 export class Metrics extends Context.Tag("pinboard/Metrics")<Metrics, MetricsService>() {
-  /** Off: every call a no-op. */
-  static readonly layer = (enabled: boolean): Layer.Layer<Metrics> => Layer.sync(Metrics, () => (enabled ? makeMetrics() : metricsOff))
-
-  /** On when `metrics.port` is set. */
-  static readonly layerConfig: Layer.Layer<Metrics, never, AppConfig> = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => Metrics.layer(config.metrics.port !== undefined))
+  /** On when `metrics.port` is set; off, every call is a no-op. */
+  static readonly layer: Layer.Layer<Metrics, never, AppConfig> = Layer.effect(
+    Metrics,
+    Effect.map(AppConfig, (config) => (config.metrics.port === undefined ? metricsOff : makeMetrics()))
   )
+
+  static readonly layerTest = (metrics: MetricsService): Layer.Layer<Metrics> => Layer.succeed(Metrics, metrics)
 }
 
-const metricsOff: MetricsService = {
+export const metricsOff: MetricsService = {
   enabled: false,
   answered: emptyTotals(),
   request: () => undefined,

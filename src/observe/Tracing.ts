@@ -1,16 +1,16 @@
 // Traces (docs/operations.md "Traces"): with `otlp.endpoint` set, each instance request is a
 // server span, continued from the request's `traceparent`, with a `resolve` and a `forward`
 // span under it for every attempt; the forward names itself in the `traceparent` the worker
-// gets. Spans are exported as OTLP/HTTP JSON (serving/Otlp.ts). Off, the
-// service is undefined and the request path is built without any of it. A request that
-// brings no decision of its caller is traced at `otlp.sampleRatio`.
+// gets. Spans are exported as OTLP/HTTP JSON (serving/Otlp.ts). Off, every call of the
+// service hands its effect on as it is. A request that brings no decision of its caller is
+// traced at `otlp.sampleRatio`. The request span is ended by the exchange's observer
+// (Exchange.ts), with the facts the access line has.
 import { randomFillSync } from "node:crypto"
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingMessage } from "node:http"
 import { Context, Effect, Exit, FiberRef, Layer, Random, type Scope, Tracer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import { CLIENT_CLOSED } from "../contract/StatusLine.js"
-import type { ExchangeNote } from "./Exchange.js"
+import { NO_SPAN, type ExchangeFacts, type OwnAnswer, type RequestSpan } from "./Exchange.js"
 import { makeOtlpTracer } from "../serving/Otlp.js"
 
 /** What a span says of a placement (the registry's Placement has these, and more). */
@@ -21,25 +21,30 @@ interface PlacementSeen {
 }
 
 export interface TracingService {
-  /** The tracer the request fibers run with. */
-  readonly tracer: Tracer.Tracer
-  /** Runs an instance request's answer in its span, which ends when `res` closes. */
-  readonly request: <E, R>(req: IncomingMessage, res: ServerResponse, note: ExchangeNote, answer: Effect.Effect<void, E, R>) => Effect.Effect<void, E, R>
-  /** Runs an upgrade's answer in its span, which ends with it (the tunnel open, or the bare status written). */
-  readonly upgrade: <E, R>(req: IncomingMessage, note: ExchangeNote, answer: Effect.Effect<void, E, R>) => Effect.Effect<void, E, R>
+  /** The server's request fibers, run with the OTLP tracer (on) or as they are (off). */
+  readonly withTracer: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Runs an instance request or upgrade in its span, which `answer` is given to end. */
+  readonly request: <A, E, R>(req: IncomingMessage, answer: (span: RequestSpan) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   readonly resolve: <P extends PlacementSeen, E, R>(resolving: Effect.Effect<P, E, R>) => Effect.Effect<P, E, R>
   /** `send` gets the `traceparent` naming the forward span (undefined when the request is not traced). */
   readonly forward: <A, E, R>(placement: PlacementSeen, send: (traceparent: string | undefined) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-export class Tracing extends Context.Reference<Tracing>()("pinboard/Tracing", {
-  defaultValue: (): TracingService | undefined => undefined
-}) {
+export const tracingOff: TracingService = {
+  withTracer: (effect) => effect,
+  request: (_req, answer) => answer(NO_SPAN),
+  resolve: (resolving) => resolving,
+  forward: (_placement, send) => send(undefined)
+}
+
+export class Tracing extends Context.Tag("pinboard/Tracing")<Tracing, TracingService>() {
   /** On when `otlp.endpoint` is set; what is not yet exported is sent when the layer is released. */
-  static readonly layerConfig: Layer.Layer<Tracing, never, AppConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Tracing, never, AppConfig> = Layer.scoped(
     Tracing,
-    Effect.flatMap(AppConfig, ({ otlp }) => (otlp.endpoint === undefined ? Effect.succeed(undefined) : makeTracing(otlp.endpoint, otlp.sampleRatio)))
+    Effect.flatMap(AppConfig, ({ otlp }) => (otlp.endpoint === undefined ? Effect.succeed(tracingOff) : makeTracing(otlp.endpoint, otlp.sampleRatio)))
   )
+
+  static readonly layerTest = (tracing: TracingService): Layer.Layer<Tracing> => Layer.succeed(Tracing, tracing)
 }
 
 // Spans are made with options fixed here: no stack trace is captured for them.
@@ -77,48 +82,36 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
     const tracer = yield* makeOtlpTracer(endpoint, { serviceName: "pinboard" })
     const clock = yield* Effect.clock
 
-    /** The note's namespace, id, worker, epoch and error, and the status; a 5xx marks the span failed. */
-    const end = (span: Tracer.Span, note: ExchangeNote, status: number) => {
-      if (note.namespace !== undefined) span.attribute("pinboard.namespace", note.namespace)
-      if (note.id !== undefined) span.attribute("pinboard.id", note.id)
-      if (note.worker !== undefined) span.attribute("pinboard.worker", note.worker)
-      if (note.epoch !== undefined) span.attribute("pinboard.epoch", note.epoch)
-      if (note.error !== undefined) span.attribute("pinboard.error", note.error)
+    /** The exchange's namespace, id, worker, epoch and error, and the status; a 5xx marks the span failed. */
+    const end = (span: Tracer.Span, facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number) => {
+      if (facts.namespace !== undefined) span.attribute("pinboard.namespace", facts.namespace)
+      if (facts.id !== undefined) span.attribute("pinboard.id", facts.id)
+      if (facts.worker !== undefined) span.attribute("pinboard.worker", facts.worker)
+      if (facts.epoch !== undefined) span.attribute("pinboard.epoch", facts.epoch)
+      if (answer !== undefined) span.attribute("pinboard.error", answer.error)
       span.attribute("http.response.status_code", status)
-      span.end(clock.unsafeCurrentTimeNanos(), status >= 500 ? Exit.fail(note.error ?? `status ${status}`) : Exit.void)
-    }
-
-    /**
-     * The request's span, continued from its `traceparent`. A caller that did not sample it is
-     * left untraced, and so is a new trace that the ratio leaves out.
-     */
-    const inSpan = <E, R>(
-      req: IncomingMessage,
-      answer: Effect.Effect<void, E, R>,
-      run: (span: Tracer.Span, answer: Effect.Effect<void, E, R>) => Effect.Effect<void, E, R>
-    ): Effect.Effect<void, E, R> => {
-      const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
-      if (caller !== undefined && !caller.sampled) return Effect.locally(answer, requestTrace, CALLER_UNSAMPLED)
-      const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
-      const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
-        span.attribute("http.request.method", req.method ?? "GET")
-        return run(span, Effect.withParentSpan(answer, span))
-      })
-      if (caller !== undefined || sampleRatio === 1) return traced
-      return Effect.flatMap(Random.next, (draw) =>
-        draw < sampleRatio ? traced : Effect.locally(answer, requestTrace, { traced: false, passOn: unsampledTraceParent() })
-      )
+      span.end(clock.unsafeCurrentTimeNanos(), status >= 500 ? Exit.fail(answer?.error ?? `status ${status}`) : Exit.void)
     }
 
     return {
-      tracer,
-      request: (req, res, note, answer) =>
-        inSpan(req, answer, (span, traced) => {
-          res.once("close", () => end(span, note, res.headersSent ? res.statusCode : CLIENT_CLOSED))
-          return traced
-        }),
-      upgrade: (req, note, answer) =>
-        inSpan(req, answer, (span, traced) => Effect.ensuring(traced, Effect.sync(() => end(span, note, note.status ?? CLIENT_CLOSED)))),
+      withTracer: (effect) => Effect.withTracer(effect, tracer),
+      /**
+       * The request's span, continued from its `traceparent`. A caller that did not sample it is
+       * left untraced, and so is a new trace that the ratio leaves out.
+       */
+      request: (req, answer) => {
+        const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
+        if (caller !== undefined && !caller.sampled) return Effect.locally(answer(NO_SPAN), requestTrace, CALLER_UNSAMPLED)
+        const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
+        const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
+          span.attribute("http.request.method", req.method ?? "GET")
+          return Effect.withParentSpan(answer({ end: (facts, own, status) => end(span, facts, own, status) }), span)
+        })
+        if (caller !== undefined || sampleRatio === 1) return traced
+        return Effect.flatMap(Random.next, (draw) =>
+          draw < sampleRatio ? traced : Effect.locally(answer(NO_SPAN), requestTrace, { traced: false, passOn: unsampledTraceParent() })
+        )
+      },
       resolve: (resolving) =>
         Effect.flatMap(FiberRef.get(requestTrace), (trace) =>
           trace.traced

@@ -1,21 +1,23 @@
-// Resolve, inflight cap and forward, with the retries of docs/proxy.md "Retries"
-// and the in-band refusal (docs/proxy.md "Retries"), applied as the Schedules of Policies.ts. The same for HTTP
-// and WebSocket upgrades: each brings a Transport that sends to a placement and, once the
-// worker's headers are in, finishes.
-import { Data, Effect } from "effect"
+// Resolve, inflight cap and forward (docs/proxy.md "Check order"), with the retries of
+// docs/proxy.md "Retries": the 5 s re-resolve and the re-place after an in-band refusal,
+// applied as the Schedules of Policies.ts. The same for HTTP and WebSocket upgrades: each
+// brings a Transport that sends to a placement and, once the worker's headers are in, finishes.
+import { Context, Data, Effect, Layer } from "effect"
 import {
   BadGateway,
   type ClientAborted,
+  type NoLiveBackends,
   type UpstreamTimeout,
   type WorkerAtCapacity,
   WorkerRefusedActivation
 } from "../Errors.js"
-import type { TracingService } from "../observe/Tracing.js"
+import { Tracing, type TracingService } from "../observe/Tracing.js"
 import type { SendError } from "../proxy/Exchange.js"
 import type { StaleResolve } from "../proxy/Signals.js"
-import type { Placement, RegistryService, ResolveRequest } from "../registry/Registry.js"
-import { MAX_RE_RESOLVES, RE_RESOLVE, RE_RESOLVE_AFTER_MS, REFUSAL_RE_PLACE, retryAfterFailure } from "./Policies.js"
-import type { InflightCapService } from "./steps/InflightCap.js"
+import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
+import { monotonicMillis } from "../serving/Monotonic.js"
+import { InflightCap, type InflightCapService } from "./InflightCap.js"
+import { RE_RESOLVE, RE_RESOLVE_AFTER_MS, REFUSAL_RE_PLACE, retryAfterFailure } from "./Policies.js"
 import { afterStep } from "./steps/AfterStep.js"
 import { resolvePlacement, type ResolveError } from "./steps/Resolve.js"
 
@@ -37,40 +39,45 @@ export type DeliverError = ResolveError | WorkerAtCapacity | WorkerRefusedActiva
 /** A refusal, once the placement is released and the worker's nack counted. */
 class RefusedBy extends Data.TaggedError("RefusedBy")<{ readonly worker: string }> {}
 
-/** StaleResolve never outlasts RE_RESOLVE: the last resolve it allows is sent without the stale check. */
-type AttemptError = DeliverError | StaleResolve | RefusedBy
+/** A send that may be reported stale, and a refusal not yet answered. */
+type AttemptError = Exclude<DeliverError, WorkerRefusedActivation> | StaleResolve | RefusedBy
+
+/** Succeeds with what `finish` gave, or with the exchange when there is no `finish`. */
+export type DeliverService = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<unknown, DeliverError>
+
+export class Deliver extends Context.Tag("pinboard/Deliver")<Deliver, DeliverService>() {
+  /** Resolves and sends are spans when traces are on (observe/Tracing.ts). */
+  static readonly layer: Layer.Layer<Deliver, never, Registry | InflightCap | Tracing> = Layer.effect(
+    Deliver,
+    Effect.gen(function* () {
+      const clock = yield* Effect.clock
+      return makeDeliver(yield* Registry, yield* InflightCap, () => monotonicMillis(clock), yield* Tracing)
+    })
+  )
+}
 
 /** The placement's env: in hostname-aware mode the registry finds it from the pair's binding. */
 const release = (registry: RegistryService, request: ResolveRequest, placement: Placement) =>
   Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
 
-/** Succeeds with what `finish` gave, or with the exchange when there is no `finish`. */
-export type Deliver = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<unknown, DeliverError>
+/** A send without a deadline is never stale: if it said so, that is a defect, not an answer. */
+const neverStale = (): Effect.Effect<never> => Effect.dieMessage("a send without a deadline was reported stale")
 
-type Send = <Sent>(transport: Transport<Sent>, placement: Placement, sendBy: number, settled: () => void) => Effect.Effect<Sent, SendError>
-
-/** Made once per process: `now` is the Clock's time; with `tracing`, resolves and sends are spans. */
-export const makeDeliver = (registry: RegistryService, cap: InflightCapService, now: () => number, tracing: TracingService | undefined): Deliver => {
-  const resolve: (asked: ResolveRequest) => Effect.Effect<Placement, ResolveError> =
-    tracing === undefined ? (asked) => resolvePlacement(registry, asked) : (asked) => tracing.resolve(resolvePlacement(registry, asked))
-  const send: Send =
-    tracing === undefined
-      ? (transport, placement, sendBy, settled) => transport.send(placement, sendBy, settled, undefined)
-      : (transport, placement, sendBy, settled) =>
-          tracing.forward(placement, (traceparent) => transport.send(placement, sendBy, settled, traceparent))
+const makeDeliver = (registry: RegistryService, cap: InflightCapService, now: () => number, tracing: TracingService): DeliverService => {
+  const resolve = (asked: ResolveRequest) => tracing.resolve(resolvePlacement(registry, asked))
 
   return <Sent>(request: ResolveRequest, transport: Transport<Sent>) => {
     /** The worker that refused the first placement, which the re-place excludes. */
     let refusedBy: string | undefined
 
-    // One resolve, inflight cap and send; `last`: sent however long after its resolve. Built
-    // as it is run, so `resolvedAt` is when the resolve is asked.
-    const attempt = (asked: ResolveRequest, last: boolean): Effect.Effect<Sent, AttemptError> => {
+    // One resolve, inflight cap and send, stale `staleAfterMs` after the resolve was asked
+    // (Infinity: sent however late). Built as it is run, so `resolvedAt` is when it is asked.
+    const attempt = (asked: ResolveRequest, staleAfterMs: number): Effect.Effect<Sent, AttemptError> => {
       const resolvedAt = now()
       return Effect.flatMap(resolve(asked), (placement) => {
         const worker = placement.worker
         const sent = afterStep(cap.take(worker), () =>
-          send(transport, placement, last ? Infinity : resolvedAt + RE_RESOLVE_AFTER_MS, () => cap.release(worker))
+          tracing.forward(placement, (traceparent) => transport.send(placement, resolvedAt + staleAfterMs, () => cap.release(worker), traceparent))
         )
         return Effect.catchAll(sent, (error): Effect.Effect<never, AttemptError> => {
           switch (error._tag) {
@@ -90,11 +97,12 @@ export const makeDeliver = (registry: RegistryService, cap: InflightCapService, 
       })
     }
 
-    // A stale send resolves again (RE_RESOLVE); the last resolve it allows is sent as is.
-    const placeAndSend = (asked: ResolveRequest): Effect.Effect<Sent, AttemptError> => {
-      let resolves = 1
-      return retryAfterFailure(attempt(asked, false), RE_RESOLVE, () => attempt(asked, ++resolves > MAX_RE_RESOLVES))
-    }
+    // A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent
+    // as is, by a step whose type has no StaleResolve.
+    const placeAndSend = (asked: ResolveRequest): Effect.Effect<Sent, Exclude<AttemptError, StaleResolve>> =>
+      Effect.catchTag(retryAfterFailure(attempt(asked, RE_RESOLVE_AFTER_MS), RE_RESOLVE), "StaleResolve", () =>
+        Effect.catchTag(attempt(asked, Infinity), "StaleResolve", neverStale)
+      )
 
     // After a refusal, one re-place on another worker (REFUSAL_RE_PLACE); a second refusal,
     // or no other worker, is the client's to retry.
@@ -102,13 +110,10 @@ export const makeDeliver = (registry: RegistryService, cap: InflightCapService, 
     const placed = transport.canRePlace
       ? retryAfterFailure(first, REFUSAL_RE_PLACE, () => placeAndSend({ ...request, excluded: [refusedBy!] }))
       : first
-    const answered = Effect.catchIf(
-      placed,
-      (error) => error._tag === "RefusedBy" || (error._tag === "NoLiveBackends" && refusedBy !== undefined),
-      () => new WorkerRefusedActivation()
-    )
-    // RefusedBy is answered above and StaleResolve never outlasts RE_RESOLVE (see AttemptError).
-    const delivered = answered as Effect.Effect<Sent, DeliverError>
+    const delivered: Effect.Effect<Sent, DeliverError> = Effect.catchTags(placed, {
+      RefusedBy: () => new WorkerRefusedActivation(),
+      NoLiveBackends: (error: NoLiveBackends) => (refusedBy === undefined ? Effect.fail(error) : new WorkerRefusedActivation())
+    })
     return transport.finish === undefined ? delivered : Effect.flatMap(delivered, transport.finish)
   }
 }

@@ -1,40 +1,39 @@
-// An instance request in the check order of docs/proxy.md (docs/proxy.md "Check order"):
+// An instance request in the check order of docs/proxy.md "Check order":
 //   id, attestation, depth, data-plane rule, hostname binding, caller scope,
 //   resolve, inflight cap, forward.
 // The first six admit the request; Deliver.ts runs the last three with their retries, over
 // HTTP (Forward.ts) or a WebSocket tunnel (Tunnel.ts). The pipeline is made once per
-// process from its services, so that a request pays for none of that.
+// process from its services, so that a request pays for none of that. It never fails: its
+// outcome is the facts it learned and, when it did not deliver, why (http/Server.ts answers).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import { Effect } from "effect"
+import { type Cause, Context, Effect, Layer } from "effect"
 import type { Address, AddressError } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { Auth, type AuthService } from "../auth/Auth.js"
-import type { ExchangeNote } from "../observe/Exchange.js"
-import { Tracing } from "../observe/Tracing.js"
-import { makeForwardContext, type Outbound } from "../proxy/Exchange.js"
+import type { CallerClaims } from "../auth/CallerToken.js"
+import type { ExchangeFacts } from "../observe/Exchange.js"
+import type { Outbound } from "../proxy/Exchange.js"
+import { ForwardContext } from "../proxy/ForwardContext.js"
 import { sendRequest } from "../proxy/Forward.js"
 import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
-import { Deadlines } from "../proxy/Deadlines.js"
 import { targetOf } from "../proxy/Target.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
-import { Upstream } from "../proxy/Upstream.js"
 import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
-import { makeDeliver, type DeliverError, type Transport } from "./Deliver.js"
-import { readCaller, type AttestationError, type Caller } from "./steps/Attestation.js"
+import { Deliver, type DeliverError, type Transport } from "./Deliver.js"
+import { readCaller, type AttestationError } from "./steps/Attestation.js"
 import { checkCallerScope } from "./steps/CallerScope.js"
 import { admitByRule, type Principal, type RuleError } from "./steps/DataPlaneRule.js"
 import { depthOf } from "./steps/Depth.js"
 import { bindingOf, type BindingError } from "./steps/HostnameBinding.js"
 import { readAddress } from "./steps/Id.js"
-import { InflightCap } from "./steps/InflightCap.js"
 import { afterStep } from "./steps/AfterStep.js"
 import type { DepthExceeded, InsufficientScope } from "../Errors.js"
 
 interface Admitted {
   readonly address: Address
-  readonly caller: Caller | undefined
+  readonly caller: CallerClaims | undefined
   readonly depth: number
   readonly principal: Principal | undefined
   /** `""` outside hostname-aware mode. */
@@ -45,18 +44,33 @@ type AdmitError = AddressError | AttestationError | DepthExceeded | RuleError | 
 
 export type InstanceError = AdmitError | DeliverError
 
-/** The first six steps, in the order of docs/proxy.md "Check order"; `note` learns the namespace and id. */
+/** What an instance request came to: the facts learned, and why it was not delivered, if it was not. */
+export interface InstanceOutcome extends ExchangeFacts {
+  readonly failure: Cause.Cause<InstanceError> | undefined
+}
+
+/** An outcome as the pipeline learns it, step by step; nothing outside this module writes it. */
+class Learned implements InstanceOutcome {
+  namespace: string | undefined = undefined
+  id: string | undefined = undefined
+  worker: string | undefined = undefined
+  epoch: string | undefined = undefined
+  upgradeStatus: number | undefined = undefined
+  failure: Cause.Cause<InstanceError> | undefined = undefined
+}
+
+/** The first six steps, in the order of docs/proxy.md "Check order"; `learned` gets the namespace and id. */
 const admit = (
   auth: AuthService,
   registry: RegistryService,
   hostnameAware: boolean,
   rawUrl: string,
   headers: IncomingHttpHeaders,
-  note: ExchangeNote
+  learned: Learned
 ): Effect.Effect<Admitted, AdmitError> =>
   afterStep(readAddress(rawUrl), (address) => {
-    note.namespace = address.namespace
-    note.id = address.id
+    learned.namespace = address.namespace
+    learned.id = address.id
     return afterStep(readCaller(auth, registry, headers), (caller) =>
       afterStep(depthOf(caller), (depth) =>
         afterStep(admitByRule(auth.rules, address.namespace, headers, caller), (admission) =>
@@ -90,14 +104,14 @@ const outboundOf = (
   auth: AuthService,
   req: IncomingMessage,
   admitted: Admitted,
-  note: ExchangeNote,
+  learned: Learned,
   placement: Placement,
   sendBy: number,
   settled: () => void,
   traceparent: string | undefined
 ): Outbound => {
-  note.worker = placement.worker
-  note.epoch = placement.epoch
+  learned.worker = placement.worker
+  learned.epoch = placement.epoch
   const { address, caller } = admitted
   const target = targetOf(placement.advertiseUrl, address)
   return {
@@ -123,57 +137,67 @@ const outboundOf = (
   }
 }
 
-export interface InstancePipeline {
-  /** `note` learns the namespace, id, worker and epoch as the pipeline does (metrics, access log). */
-  readonly request: (req: IncomingMessage, res: ServerResponse, note: ExchangeNote) => Effect.Effect<unknown, InstanceError>
-  readonly upgrade: (
-    req: IncomingMessage,
-    client: Duplex,
-    head: Buffer,
-    tunnels: TunnelSet,
-    note: ExchangeNote
-  ) => Effect.Effect<unknown, InstanceError>
+export interface InstancePipelineService {
+  readonly request: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<InstanceOutcome>
+  readonly upgrade: (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet) => Effect.Effect<InstanceOutcome>
 }
 
-export const makeInstancePipeline: Effect.Effect<InstancePipeline, never, AppConfig | Auth | Registry | InflightCap | Upstream | Deadlines> =
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const auth = yield* Auth
-    const forward = yield* makeForwardContext(yield* Upstream, yield* Deadlines, config.forwards.timeoutMs)
-    const registry = yield* Registry
-    const deliver = makeDeliver(registry, yield* InflightCap, forward.now, yield* Tracing)
-    const { hostnameAware } = config
-    const affinityKey = config.affinity.key
+export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<InstancePipeline, InstancePipelineService>() {
+  static readonly layer: Layer.Layer<InstancePipeline, never, AppConfig | Auth | Registry | ForwardContext | Deliver> = Layer.effect(
+    InstancePipeline,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const auth = yield* Auth
+      const forward = yield* ForwardContext
+      const registry = yield* Registry
+      const deliver = yield* Deliver
+      const { hostnameAware } = config
+      const affinityKey = config.affinity.key
 
-    /** Admits the request, then delivers it over the transport made for it. Suspended: what the
-     * steps decide at once is decided in the fiber, so a throw is a defect there (500). */
-    const route = <Sent>(req: IncomingMessage, note: ExchangeNote, transportFor: (admitted: Admitted) => Transport<Sent>) =>
-      Effect.suspend(() =>
-        afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, note), (admitted) =>
-          deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), transportFor(admitted))
+      /** Admits the request, then delivers it over the transport made for it. Suspended: what the
+       * steps decide at once is decided in the fiber, so a throw is a defect there (500). */
+      const route = <Sent>(req: IncomingMessage, learned: Learned, transportFor: (admitted: Admitted) => Transport<Sent>): Effect.Effect<InstanceOutcome> =>
+        Effect.matchCause(
+          Effect.suspend(() =>
+            afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, learned), (admitted) =>
+              deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), transportFor(admitted))
+            )
+          ),
+          {
+            onSuccess: () => learned,
+            onFailure: (cause) => {
+              learned.failure = cause
+              return learned
+            }
+          }
         )
-      )
 
-    return {
-      request: (req, res, note) =>
-        route(req, note, (admitted) => {
-          const withBody = hasBody(req.headers)
-          // No finish: the body streams on by itself once the headers are relayed.
-          return {
-            canRePlace: !withBody,
+      return {
+        request: (req, res) => {
+          const learned = new Learned()
+          return route(req, learned, (admitted) => {
+            const withBody = hasBody(req.headers)
+            // No finish: the body streams on by itself once the headers are relayed.
+            return {
+              canRePlace: !withBody,
+              send: (placement, sendBy, settled, traceparent) =>
+                sendRequest(forward, req, res, outboundOf(auth, req, admitted, learned, placement, sendBy, settled, traceparent), withBody)
+            }
+          })
+        },
+        upgrade: (req, client, head, tunnels) => {
+          const learned = new Learned()
+          return route(req, learned, (admitted) => ({
+            canRePlace: true,
             send: (placement, sendBy, settled, traceparent) =>
-              sendRequest(forward, req, res, outboundOf(auth, req, admitted, note, placement, sendBy, settled, traceparent), withBody)
-          }
-        }),
-      upgrade: (req, client, head, tunnels, note) =>
-        route(req, note, (admitted) => ({
-          canRePlace: true,
-          send: (placement, sendBy, settled, traceparent) =>
-            sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, note, placement, sendBy, settled, traceparent)),
-          finish: (exchange) => {
-            note.status = exchange.statusCode
-            return openTunnel(exchange, client, head, tunnels)
-          }
-        }))
-    }
-  })
+              sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, learned, placement, sendBy, settled, traceparent)),
+            finish: (exchange) => {
+              learned.upgradeStatus = exchange.statusCode
+              return openTunnel(exchange, client, head, tunnels)
+            }
+          }))
+        }
+      }
+    })
+  )
+}

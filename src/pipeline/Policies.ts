@@ -9,10 +9,12 @@ import { Effect, Schedule } from "effect"
 
 /** More than this between resolve and send: the placement is resolved again. */
 export const RE_RESOLVE_AFTER_MS = 5_000
-export const MAX_RE_RESOLVES = 2
 
-/** A stale send is resolved again, at most MAX_RE_RESOLVES times; the last resolve is sent however late. */
-export const RE_RESOLVE = Schedule.recurs(MAX_RE_RESOLVES).pipe(
+/**
+ * A stale send is resolved again, once with the stale check; after that Deliver.ts sends the
+ * next resolve however late: two re-resolves at most.
+ */
+export const RE_RESOLVE = Schedule.recurs(1).pipe(
   Schedule.whileInput((error: { readonly _tag: string }) => error._tag === "StaleResolve")
 )
 

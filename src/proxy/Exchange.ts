@@ -2,16 +2,14 @@
 // moves through phases under the limits of docs/proxy.md, and an Effect that waits for the worker's
 // headers (or says why there are none). The limits run on Deadlines, so a TestClock drives them.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { BadGateway, ClientAborted, UpstreamTimeout } from "../Errors.js"
-import { forwardLimits, type ForwardLimits } from "./Limits.js"
-import type { DeadlinesService, Timer } from "./Deadlines.js"
+import type { Timer } from "./Deadlines.js"
+import type { ForwardContextService } from "./ForwardContext.js"
 import { connectFailureReason, headersFailureReason } from "./GatewayFailure.js"
 import { isRefusal } from "./Headers.js"
 import { ConnectFailed, Refused, StaleResolve } from "./Signals.js"
-import type { UpstreamClient } from "./Upstream.js"
-import { monotonicMillis } from "../serving/Monotonic.js"
 
 export const enum Phase {
   Connecting,
@@ -35,23 +33,6 @@ export interface Outbound {
   readonly settled: () => void
 }
 
-/** What every exchange of the process shares, made once: the client, the timers, the Clock, the limits. */
-export interface ForwardContext {
-  readonly upstream: UpstreamClient
-  readonly deadlines: DeadlinesService
-  /** The Clock's monotonic time, so a TestClock drives the stale check and a wall clock step does not. */
-  readonly now: () => number
-  readonly limits: ForwardLimits
-}
-
-export const makeForwardContext = (upstream: UpstreamClient, deadlines: DeadlinesService, headersTimeoutMs: number): Effect.Effect<ForwardContext> =>
-  Effect.map(Effect.clock, (clock: Clock.Clock) => ({
-    upstream,
-    deadlines,
-    now: () => monotonicMillis(clock),
-    limits: forwardLimits(headersTimeoutMs)
-  }))
-
 export type Limit = "connect" | "headers" | "idle"
 
 export abstract class Exchange implements Dispatcher.DispatchHandler {
@@ -70,7 +51,7 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   private unsettled = true
 
   constructor(
-    protected readonly forward: ForwardContext,
+    protected readonly forward: ForwardContextService,
     private readonly outbound: Outbound,
     private readonly hasBody: boolean
   ) {

@@ -7,12 +7,13 @@ import { Readable } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
-import { awaitHeaders, Exchange, Phase, type ForwardContext, type Outbound, type SendError } from "./Exchange.js"
+import { awaitHeaders, Exchange, Phase, type Outbound, type SendError } from "./Exchange.js"
+import type { ForwardContextService } from "./ForwardContext.js"
 import { relayResponseHeaders, relayTrailers } from "./Headers.js"
 
 class HttpExchange extends Exchange {
   constructor(
-    forward: ForwardContext,
+    forward: ForwardContextService,
     outbound: Outbound,
     hasBody: boolean,
     private readonly res: ServerResponse,
@@ -70,7 +71,7 @@ const clientGone = (req: IncomingMessage, res: ServerResponse): boolean => req.s
 
 /** Dispatches the request and waits for the worker's headers, which it relays; the body then streams on. */
 export const sendRequest = (
-  forward: ForwardContext,
+  forward: ForwardContextService,
   req: IncomingMessage,
   res: ServerResponse,
   outbound: Outbound,

@@ -7,7 +7,8 @@ import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
-import { awaitHeaders, Exchange, type ForwardContext, type Outbound, type SendError } from "./Exchange.js"
+import { awaitHeaders, Exchange, type Outbound, type SendError } from "./Exchange.js"
+import type { ForwardContextService } from "./ForwardContext.js"
 import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
 import { isPinboardHeader } from "../contract/Headers.js"
 import { statusLine } from "../contract/StatusLine.js"
@@ -44,7 +45,7 @@ class UpgradeExchange extends Exchange {
 
 /** Dispatches the upgrade and waits for the worker's answer: a 101 and its socket, or a status. */
 export const sendUpgrade = (
-  forward: ForwardContext,
+  forward: ForwardContextService,
   req: IncomingMessage,
   client: Duplex,
   outbound: Outbound

@@ -5,7 +5,12 @@
 // A fan-out reports bucket by bucket: on a Redis Cluster one shard can be down while the
 // others answer, and the buckets that answered must still count (docs/registry-api.md "Partial
 // answers on a Redis Cluster").
-import { Context, type Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../AppConfig.js"
+import { usesEmbeddedRegistry } from "../Config.js"
+import type { Metrics } from "../observe/Metrics.js"
+import * as MemoryBackend from "./Memory.js"
+import * as RedisBackend from "./Redis.js"
 import type {
   BucketHeartbeat,
   CasOutcome,
@@ -61,5 +66,9 @@ export interface RegistryBackend {
   readonly time: Op<number>
 }
 
-/** The backend the registry runs on: Memory.ts and Redis.ts each give a layer of it. */
-export class Backend extends Context.Tag("pinboard/RegistryBackend")<Backend, RegistryBackend>() {}
+/** The backend the registry runs on: Redis when a URL or Cluster seeds are given; else the embedded one. */
+export class Backend extends Context.Tag("pinboard/RegistryBackend")<Backend, RegistryBackend>() {
+  static readonly layer: Layer.Layer<Backend, never, AppConfig | Metrics> = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) => (usesEmbeddedRegistry(config) ? MemoryBackend.layerConfig : RedisBackend.layerConfig))
+  )
+}

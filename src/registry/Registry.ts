@@ -146,21 +146,18 @@ const sweepForever = (registry: RegistryService) =>
   )
 
 export class Registry extends Context.Tag("pinboard/Registry")<Registry, RegistryService>() {
-  /** Over the backend in context; resolves timed and counted when metrics are on; swept. */
-  static readonly layer = (policy: RegistryPolicy, takeoverOf: TakeoverOf): Layer.Layer<Registry, never, Backend | RegistryClock | Metrics> =>
-    Layer.scoped(
-      Registry,
-      Effect.gen(function* () {
-        const registry = makeRegistry(yield* Backend, policy, takeoverOf, yield* RegistryClock)
-        yield* sweepForever(registry)
-        return { ...registry, resolve: meteredResolve(registry.resolve, yield* Metrics) }
-      })
-    )
-
-  static readonly layerConfig: Layer.Layer<Registry, never, Backend | RegistryClock | Metrics | AppConfig> = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => Registry.layer(policyOf(config), takeoverOf(config)))
+  /** Over the backend in context, on the registry's clock; resolves timed and counted when metrics are on; swept. */
+  static readonly layer: Layer.Layer<Registry, never, Backend | RegistryClock | Metrics | AppConfig> = Layer.scoped(
+    Registry,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const registry = makeRegistry(yield* Backend, policyOf(config), takeoverOf(config), yield* RegistryClock)
+      yield* sweepForever(registry)
+      return { ...registry, resolve: meteredResolve(registry.resolve, yield* Metrics) }
+    })
   )
 
+  /** A registry of the test's making in place of the layer (the pipeline harness wraps the real one). */
   static readonly layerTest = (registry: RegistryService): Layer.Layer<Registry> => Layer.succeed(Registry, registry)
 }
 

@@ -10,6 +10,7 @@
 // through Effect's `Clock`, and TestClock drives it in tests.
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../AppConfig.js"
+import { usesEmbeddedRegistry } from "../Config.js"
 import { ClockOffsetTooLarge, RegistryUnavailable } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
 import { monotonicMicros } from "../serving/Monotonic.js"
@@ -127,14 +128,19 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
   })
 
 export class RegistryClock extends Context.Tag("pinboard/RegistryClock")<RegistryClock, RegistryClockService>() {
-  /** The embedded registry's: this process's `Clock`; in tests, TestClock, on either backend. */
-  static readonly layerLocal: Layer.Layer<RegistryClock> = Layer.succeed(RegistryClock, localRegistryClock)
-
-  /** The backend's time, sampled, within `maxOffsetMs` of this process's wall clock. */
-  static readonly layerSampled = (maxOffsetMs: number): Layer.Layer<RegistryClock, never, Backend | Metrics> =>
-    Layer.scoped(RegistryClock, Effect.flatMap(Backend, (backend) => makeSampledClock(backend, maxOffsetMs)))
-
-  static readonly layerSampledConfig: Layer.Layer<RegistryClock, never, Backend | Metrics | AppConfig> = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => RegistryClock.layerSampled(config.registry.maxClockOffsetMs))
+  /**
+   * On Redis, its time sampled, within `registry.maxClockOffsetMs` of this process's wall clock;
+   * for the embedded registry, which lives in this process, the process's own `Clock`.
+   */
+  static readonly layer: Layer.Layer<RegistryClock, never, Backend | Metrics | AppConfig> = Layer.scoped(
+    RegistryClock,
+    Effect.flatMap(AppConfig, (config) =>
+      usesEmbeddedRegistry(config)
+        ? Effect.succeed(localRegistryClock)
+        : Effect.flatMap(Backend, (backend) => makeSampledClock(backend, config.registry.maxClockOffsetMs))
+    )
   )
+
+  /** In tests: `localRegistryClock` puts the registry on TestClock, on either backend. */
+  static readonly layerTest = (clock: RegistryClockService): Layer.Layer<RegistryClock> => Layer.succeed(RegistryClock, clock)
 }

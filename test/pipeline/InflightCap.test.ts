@@ -3,7 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { AppConfig } from "../../src/AppConfig.js"
-import { InflightCap, makeInflightCap } from "../../src/pipeline/steps/InflightCap.js"
+import { InflightCap, makeInflightCap } from "../../src/pipeline/InflightCap.js"
 import { configForTests } from "../support/TestConfig.js"
 
 const takes = (cap: ReturnType<typeof makeInflightCap>, worker: string) =>
@@ -56,11 +56,11 @@ describe("the inflight cap", () => {
     })
   )
 
-  it.effect("layerConfig takes the cap from forwards.maxInflight", () =>
+  it.effect("the layer takes the cap from forwards.maxInflight", () =>
     Effect.gen(function* () {
       const config = configForTests()
       const appConfig = Layer.succeed(AppConfig, { ...config, forwards: { ...config.forwards, maxInflight: 1 } })
-      const cap = yield* Effect.provide(InflightCap, InflightCap.layerConfig.pipe(Layer.provide(appConfig)))
+      const cap = yield* Effect.provide(InflightCap, InflightCap.layer.pipe(Layer.provide(appConfig)))
       expect(yield* takes(cap, "w1")).toBe("taken")
       expect(yield* takes(cap, "w1")).toBe("WorkerAtCapacity")
     })

@@ -2,10 +2,10 @@
 // periodic sweep leaves only each bucket's fixed keys within two leases.
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
-import { backendOf } from "../../src/App.js"
-import { RegistryClock } from "../../src/registry/RegistryClock.js"
+import { Backend } from "../../src/registry/Backend.js"
+import { localRegistryClock, RegistryClock } from "../../src/registry/RegistryClock.js"
 import { AppConfig } from "../../src/AppConfig.js"
-import { Metrics } from "../../src/observe/Metrics.js"
+import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
 import { countKeys, useRedis } from "../support/RedisBackend.js"
 import { configForTests } from "../support/TestConfig.js"
@@ -39,11 +39,11 @@ describe("bounded memory on Redis", () => {
           buckets: BUCKETS,
           redis: { url: `redis://127.0.0.1:${redis.server.port}`, cluster: undefined, prefix: "bounded" }
         })
-        const layer = Registry.Registry.layerConfig.pipe(
-          Layer.provide(RegistryClock.layerLocal),
-          Layer.provide(backendOf(config)),
-          Layer.provide(Metrics.layer(false)),
-          Layer.provide(Layer.succeed(AppConfig, config))
+        const layer = Registry.Registry.layer.pipe(
+          Layer.provide(RegistryClock.layerTest(localRegistryClock)),
+          Layer.provide(Backend.layer),
+          Layer.provide(Metrics.layerTest(metricsOff)),
+          Layer.provide(AppConfig.layer(config))
         )
         const registry = Context.get(yield* Layer.build(layer), Registry.Registry)
         const workers = ["w1", "w2", "w3", "w4"]

@@ -3,17 +3,20 @@
 // workers. For TestClock tests of the data plane's rules.
 import http from "node:http"
 import type { AddressInfo, Socket } from "node:net"
-import { Effect, type Fiber, Layer, Runtime, TestClock } from "effect"
+import { Context, Effect, type Fiber, Layer, Runtime, TestClock } from "effect"
 import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import type { PinboardConfig } from "../../src/Config.js"
-import { respond } from "../../src/http/Server.js"
-import { backendOf } from "../../src/App.js"
-import { RegistryClock } from "../../src/registry/RegistryClock.js"
-import { Metrics } from "../../src/observe/Metrics.js"
-import { makeInstancePipeline } from "../../src/pipeline/Pipeline.js"
-import { InflightCap } from "../../src/pipeline/steps/InflightCap.js"
+import { respondToOutcome } from "../../src/http/Server.js"
+import { Backend } from "../../src/registry/Backend.js"
+import { localRegistryClock, RegistryClock } from "../../src/registry/RegistryClock.js"
+import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
+import { Tracing, tracingOff } from "../../src/observe/Tracing.js"
+import { Deliver } from "../../src/pipeline/Deliver.js"
+import { InflightCap } from "../../src/pipeline/InflightCap.js"
+import { InstancePipeline } from "../../src/pipeline/Pipeline.js"
 import { Deadlines } from "../../src/proxy/Deadlines.js"
+import { ForwardContext } from "../../src/proxy/ForwardContext.js"
 import { Upstream } from "../../src/proxy/Upstream.js"
 import * as Registry from "../../src/registry/Registry.js"
 import type { FakeUpstream } from "./FakeUpstream.js"
@@ -61,18 +64,22 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
           Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
         )
     }
-    const runtime = yield* Effect.runtime<Registry.Registry | AppConfig | Auth | Upstream | InflightCap | Deadlines>().pipe(
-      Effect.provideService(Registry.Registry, stalling)
+    const pipelineLayer = InstancePipeline.layer.pipe(
+      Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
+      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff))),
+      Layer.provideMerge(Registry.Registry.layerTest(stalling)),
+      Layer.provideMerge(AppConfig.layer(config))
     )
-    const run = Runtime.runFork(runtime)
-    const pipeline = yield* Effect.provide(makeInstancePipeline, runtime.context)
+    const context = yield* Layer.build(pipelineLayer)
+    const run = Runtime.runFork(yield* Effect.provide(Effect.runtime<Registry.Registry | AppConfig>(), context))
+    const pipeline = Context.get(context, InstancePipeline)
     // What the server side has done, for tests that wait on it rather than on the client.
     const responses: Array<http.ServerResponse> = []
     const fibers: Array<Fiber.RuntimeFiber<unknown>> = []
     const connections = new Set<Socket>()
     const server = http.createServer((req, res) => {
       responses.push(res)
-      fibers.push(run(respond(req, res, pipeline.request(req, res, {}))))
+      fibers.push(run(respondToOutcome(req, res, pipeline.request(req, res))))
     })
     server.on("connection", (socket: Socket) => {
       connections.add(socket)
@@ -112,13 +119,11 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
   })
   // Built into the test's scope, so the registry's sweep and the timers' fibers outlive this setup.
   // The registry's clock is the test's Clock (TestClock under it.effect), also on Redis.
-  const registry = Registry.Registry.layerConfig.pipe(
-    Layer.provide(RegistryClock.layerLocal),
-    Layer.provide(backendOf(config)),
-    Layer.provide(Metrics.layer(false))
+  const registry = Registry.Registry.layer.pipe(
+    Layer.provide(RegistryClock.layerTest(localRegistryClock)),
+    Layer.provide(Backend.layer),
+    Layer.provide(Metrics.layerTest(metricsOff)),
+    Layer.provideMerge(AppConfig.layer(config))
   )
-  const layers = Layer.mergeAll(registry, Upstream.layerTest(fake.client), InflightCap.layerConfig, Deadlines.layer, Auth.layerConfig).pipe(
-    Layer.provideMerge(Layer.succeed(AppConfig, config))
-  )
-  return Effect.flatMap(Layer.build(layers), (context) => Effect.provide(harness, context))
+  return Effect.flatMap(Layer.build(registry), (context) => Effect.provide(harness, context))
 }

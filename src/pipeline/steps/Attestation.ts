@@ -9,15 +9,12 @@ import type { CallerClaims } from "../../auth/CallerToken.js"
 import { InvalidAttestation, StaleAttestation, type AttestationExpired } from "../../Errors.js"
 import type { RegistryDown, RegistryService } from "../../registry/Registry.js"
 
-/** The calling instance, from a verified `Pinboard-Caller`. */
-export type Caller = CallerClaims
-
 export type AttestationError = InvalidAttestation | AttestationExpired | StaleAttestation | RegistryDown
 
-const outside: Effect.Effect<Caller | undefined> = Effect.succeed(undefined)
+const outside: Effect.Effect<CallerClaims | undefined> = Effect.succeed(undefined)
 
 /** The caller's placement must be live, on the token's worker, at the token's epoch. */
-const stillPlaced = (registry: RegistryService, claims: CallerClaims): Effect.Effect<Caller, StaleAttestation | RegistryDown> =>
+const stillPlaced = (registry: RegistryService, claims: CallerClaims): Effect.Effect<CallerClaims, StaleAttestation | RegistryDown> =>
   registry.placement({ env: claims.env, namespace: claims.namespace, id: claims.id }).pipe(
     Effect.catchTag("NotPlaced", () => new StaleAttestation()),
     Effect.flatMap((view) =>
@@ -29,7 +26,7 @@ export const readCaller = (
   auth: AuthService,
   registry: RegistryService,
   headers: IncomingHttpHeaders
-): Effect.Effect<Caller | undefined, AttestationError> => {
+): Effect.Effect<CallerClaims | undefined, AttestationError> => {
   const token = headers[CALLER_HEADER]
   if (token === undefined) return outside
   if (typeof token !== "string") return new InvalidAttestation()

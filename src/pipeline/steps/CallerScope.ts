@@ -3,10 +3,10 @@
 import { Effect } from "effect"
 import { admitsCaller, holdsScopes } from "../../auth/Rules.js"
 import { InsufficientScope } from "../../Errors.js"
-import type { Caller } from "./Attestation.js"
+import type { CallerClaims } from "../../auth/CallerToken.js"
 import type { Admission } from "./DataPlaneRule.js"
 
-export const checkCallerScope = ({ rule, principal }: Admission, caller: Caller | undefined): Effect.Effect<void, InsufficientScope> => {
+export const checkCallerScope = ({ rule, principal }: Admission, caller: CallerClaims | undefined): Effect.Effect<void, InsufficientScope> => {
   if (rule === undefined) return Effect.void
   const admitted =
     caller !== undefined

@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import type { Principal } from "../../auth/Principal.js"
 import { ruleFor, type CompiledRule } from "../../auth/Rules.js"
 import { AuthenticationRequired, InvalidCredential, NamespaceNotAllowed } from "../../Errors.js"
-import type { Caller } from "./Attestation.js"
+import type { CallerClaims } from "../../auth/CallerToken.js"
 
 export type { Principal }
 
@@ -35,7 +35,7 @@ export const admitByRule = (
   rules: ReadonlyMap<string, CompiledRule> | undefined,
   namespace: string,
   headers: IncomingHttpHeaders,
-  caller: Caller | undefined
+  caller: CallerClaims | undefined
 ): Effect.Effect<Admission, RuleError> => {
   if (rules === undefined) return open
   const rule = ruleFor(rules, namespace)

@@ -3,8 +3,8 @@
 // forward gives its slot back itself, the moment the worker's headers are in or the exchange
 // ends (no Effect finalizer per request: bench/effectCosts.ts).
 import { Context, Effect, Layer } from "effect"
-import { AppConfig } from "../../AppConfig.js"
-import { WorkerAtCapacity } from "../../Errors.js"
+import { AppConfig } from "../AppConfig.js"
+import { WorkerAtCapacity } from "../Errors.js"
 
 export interface InflightCapService {
   /** Takes a slot for the worker, or fails when all are taken. The taker gives it back with `release`. */
@@ -33,9 +33,8 @@ export const makeInflightCap = (maxInflight: number): InflightCapService => {
 }
 
 export class InflightCap extends Context.Tag("pinboard/InflightCap")<InflightCap, InflightCapService>() {
-  static readonly layer = (maxInflight: number): Layer.Layer<InflightCap> => Layer.sync(InflightCap, () => makeInflightCap(maxInflight))
-
-  static readonly layerConfig: Layer.Layer<InflightCap, never, AppConfig> = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => InflightCap.layer(config.forwards.maxInflight))
+  static readonly layer: Layer.Layer<InflightCap, never, AppConfig> = Layer.effect(
+    InflightCap,
+    Effect.map(AppConfig, (config) => makeInflightCap(config.forwards.maxInflight))
   )
 }
