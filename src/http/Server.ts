@@ -112,10 +112,25 @@ interface Refused extends ExchangeFacts {
 
 const refusedOutcome = (error: MessageError): Effect.Effect<Refused> => Effect.succeed({ ...NO_FACTS, failure: Cause.fail(error) })
 
-/** Calls `then` once the response is closed (at once if it is). */
-const whenClosed = (res: ServerResponse, then: () => void): void => {
-  if (res.closed) then()
-  else res.once("close", then)
+/**
+ * The status the client was sent, taken when the response closes: a reply written after the
+ * client left never reached it (499). `then` runs once both the close and the answer are in.
+ */
+class ClosedStatus {
+  private status: number | undefined = undefined
+  private waiting: ((status: number) => void) | undefined = undefined
+
+  constructor(res: ServerResponse) {
+    res.once("close", () => {
+      this.status = res.headersSent ? res.statusCode : CLIENT_CLOSED
+      this.waiting?.(this.status)
+    })
+  }
+
+  then(observe: (status: number) => void): void {
+    if (this.status === undefined) this.waiting = observe
+    else observe(this.status)
+  }
 }
 
 export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
@@ -146,9 +161,10 @@ const serve = Effect.gen(function* () {
       const write = (reply: Reply) => writeReply(req, res, reply)
       const outcome: Effect.Effect<InstanceOutcome | Refused> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
       if (observer.idle && span === NO_SPAN) return Effect.flatMap(outcome, (done) => answerOutcome(done, write))
+      const closed = new ClosedStatus(res)
       return Effect.flatMap(outcome, (done) =>
         Effect.map(answerOutcome(done, write), (answer) =>
-          whenClosed(res, () => observer.finished(req, done, answer, res.headersSent ? res.statusCode : CLIENT_CLOSED, startedAt, span))
+          closed.then((status) => observer.finished(req, done, answer, status, startedAt, span))
         )
       )
     })

@@ -11,6 +11,7 @@ import {
   type WorkerAtCapacity,
   WorkerRefusedActivation
 } from "../Errors.js"
+import { Metrics, type MetricsService } from "../observe/Metrics.js"
 import { Tracing, type TracingService } from "../observe/Tracing.js"
 import type { SendError } from "../proxy/Exchange.js"
 import type { StaleResolve } from "../proxy/Signals.js"
@@ -47,11 +48,11 @@ export type DeliverService = <Sent>(request: ResolveRequest, transport: Transpor
 
 export class Deliver extends Context.Tag("pinboard/Deliver")<Deliver, DeliverService>() {
   /** Resolves and sends are spans when traces are on (observe/Tracing.ts). */
-  static readonly layer: Layer.Layer<Deliver, never, Registry | InflightCap | Tracing> = Layer.effect(
+  static readonly layer: Layer.Layer<Deliver, never, Registry | InflightCap | Tracing | Metrics> = Layer.effect(
     Deliver,
     Effect.gen(function* () {
       const clock = yield* Effect.clock
-      return makeDeliver(yield* Registry, yield* InflightCap, () => monotonicMillis(clock), yield* Tracing)
+      return makeDeliver(yield* Registry, yield* InflightCap, () => monotonicMillis(clock), yield* Tracing, yield* Metrics)
     })
   )
 }
@@ -63,7 +64,13 @@ const release = (registry: RegistryService, request: ResolveRequest, placement: 
 /** A send without a deadline is never stale: if it said so, that is a defect, not an answer. */
 const neverStale = (): Effect.Effect<never> => Effect.dieMessage("a send without a deadline was reported stale")
 
-const makeDeliver = (registry: RegistryService, cap: InflightCapService, now: () => number, tracing: TracingService): DeliverService => {
+const makeDeliver = (
+  registry: RegistryService,
+  cap: InflightCapService,
+  now: () => number,
+  tracing: TracingService,
+  metrics: MetricsService
+): DeliverService => {
   const resolve = (asked: ResolveRequest) => tracing.resolve(resolvePlacement(registry, asked))
 
   return <Sent>(request: ResolveRequest, transport: Transport<Sent>) => {
@@ -86,6 +93,7 @@ const makeDeliver = (registry: RegistryService, cap: InflightCapService, now: ()
               return Effect.zipRight(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
             case "Refused":
               refusedBy = worker
+              metrics.refusal()
               return Effect.zipRight(
                 Effect.zipRight(release(registry, request, placement), Effect.ignore(registry.nack(worker))),
                 new RefusedBy({ worker })
@@ -99,10 +107,12 @@ const makeDeliver = (registry: RegistryService, cap: InflightCapService, now: ()
 
     // A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent
     // as is, by a step whose type has no StaleResolve.
-    const placeAndSend = (asked: ResolveRequest): Effect.Effect<Sent, Exclude<AttemptError, StaleResolve>> =>
-      Effect.catchTag(retryAfterFailure(attempt(asked, RE_RESOLVE_AFTER_MS), RE_RESOLVE), "StaleResolve", () =>
+    const placeAndSend = (asked: ResolveRequest): Effect.Effect<Sent, Exclude<AttemptError, StaleResolve>> => {
+      const checked = () => attempt(asked, RE_RESOLVE_AFTER_MS)
+      return Effect.catchTag(retryAfterFailure(checked(), RE_RESOLVE, checked), "StaleResolve", () =>
         Effect.catchTag(attempt(asked, Infinity), "StaleResolve", neverStale)
       )
+    }
 
     // After a refusal, one re-place on another worker (REFUSAL_RE_PLACE); a second refusal,
     // or no other worker, is the client's to retry.

@@ -296,6 +296,19 @@ describe("metrics (Redis registry, two workers on /threads)", () => {
     })
   })
 
+  it("an in-band refusal re-placed on the other worker: pinboard_refusals_total +1, one re_placed placement, a 2xx", async () => {
+    const before = await scrape(metricsPort)
+    const id = uid("refused")
+    const answer = await request(observed, `/threads/${id}/refuse?key=${uid("key")}&mode=once`)
+    expect(answer.status).toBe(200)
+    await eventually(async () => {
+      const after = await scrape(metricsPort)
+      expect(grew(before, after, "pinboard_refusals_total")).toBe(1)
+      expect(grew(before, after, "pinboard_placements_total", { namespace: "/threads", kind: "re_placed" })).toBe(1)
+      expect(grew(before, after, "pinboard_requests_total", { namespace: "/threads", class: "2xx" })).toBe(1)
+    })
+  })
+
   it("an unknown namespace: UnknownNamespace +1, a 4xx under namespace \"other\" (never its own label)", async () => {
     const namespace = `/${uid("nowhere")}`
     const before = await scrape(metricsPort)

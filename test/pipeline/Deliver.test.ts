@@ -27,7 +27,7 @@ const answer = (call: FakeCall, status = 200) => {
 const workerOf = (call: FakeCall) => new URL(String(call.options.origin)).hostname.replace(".test", "")
 
 describe("in-band refusal", () => {
-  it.scoped("a request without a body is re-placed once on another worker; the refusal is released and counted", () =>
+  it.scoped("a request without a body is re-placed once on another worker; the refusal is released and its nack counted", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { registry, request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })

@@ -66,7 +66,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     }
     const pipelineLayer = InstancePipeline.layer.pipe(
       Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
-      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff))),
+      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff), Metrics.layerTest(metricsOff))),
       Layer.provideMerge(Registry.Registry.layerTest(stalling)),
       Layer.provideMerge(AppConfig.layer(config))
     )
