@@ -4,7 +4,7 @@
 // Options and variables: docs/config.md.
 import { readFileSync } from "node:fs"
 import { Effect, Schema } from "effect"
-import type { Takeover } from "./config/Fields.js"
+import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
 import { describeParseError } from "./config/Messages.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
 import { type CommandLineFlags, type ConfigFileArgument, configFileArgument, type Env, type EnvSource, isPlainObject, overlayEnv } from "./config/Sources.js"
@@ -71,4 +71,4 @@ export const usesEmbeddedRegistry = (config: PinboardConfig): boolean => config.
 export const takeoverOf =
   (config: PinboardConfig) =>
   (env: string): Takeover =>
-    config.envs[env]?.takeover ?? "wind_down"
+    config.envs[env]?.takeover ?? DEFAULT_TAKEOVER

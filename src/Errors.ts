@@ -191,7 +191,7 @@ export class DepthExceeded extends Schema.TaggedError<DepthExceeded>()("DepthExc
   }
 }
 
-// --- Forwarding (docs/errors.md, "In-band refusal", "Limits"; docs/proxy.md) ---
+// --- Forwarding (docs/proxy.md "Forwarding", "Retries", "Limits") ---
 
 /** `reason` says why, in the access log and the debug log: see proxy/GatewayFailure.ts. */
 export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", {

@@ -84,6 +84,9 @@ export const RedisPrefix = Schema.String.pipe(
 export const Takeover = Schema.Literal("wind_down", "deny").annotations(expected(`"wind_down" or "deny"`))
 export type Takeover = typeof Takeover.Type
 
+/** An env not configured otherwise takes over with a wind-down (docs/proxy.md "Hostname-aware mode"). */
+export const DEFAULT_TAKEOVER: Takeover = "wind_down"
+
 /** RFC 9110 token: what a header or cookie name may be made of. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const isToken = (s: string): boolean => TOKEN.test(s)

@@ -4,7 +4,7 @@
 import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
-  AffinityKeyFromString, BalanceFactor, Buckets, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, OtlpEndpoint, Port,
+  AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, OtlpEndpoint, Port,
   PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
@@ -45,7 +45,7 @@ const Fields = Schema.Struct({
   envs: withDefault(
     Schema.Record({
       key: Schema.String,
-      value: objectOf(Schema.Struct({ takeover: withDefault(Takeover, () => "wind_down" as const) }))
+      value: objectOf(Schema.Struct({ takeover: withDefault(Takeover, () => DEFAULT_TAKEOVER) }))
     }).annotations(expectedShape("an object")),
     () => ({})
   ),

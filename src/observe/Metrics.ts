@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetr
 import { countAnswer, emptyTotals, type AnsweredTotals } from "./Rates.js"
 
 /** How a resolve ended, as the resolve histogram labels it. */
-export type ResolveOutcome =
+export type ResolveOutcomeLabel =
   | "forwarded"
   | "placed"
   | "re_placed"
@@ -37,7 +37,7 @@ export interface MetricsService {
   readonly request: (namespace: string | undefined, status: number, seconds: number) => void
   /** An answer Pinboard wrote itself, by its catalogue error tag. */
   readonly error: (tag: string) => void
-  readonly resolve: (namespace: string, outcome: ResolveOutcome, seconds: number) => void
+  readonly resolve: (namespace: string, outcome: ResolveOutcomeLabel, seconds: number) => void
   /** A worker refused an activation in-band (its nack is counted too). */
   readonly refusal: () => void
   /** One Redis script call (a fan-out counts once), how long it took, whether it failed. */

@@ -1,8 +1,8 @@
-// Resolves timed and counted by outcome (docs/operations.md, `pinboard_resolve_seconds`): a
+// Resolves timed and counted by outcome (docs/operations.md, `pinboard_resolve_duration_seconds`): a
 // decorator of the registry's `resolve`. Structural, so the registry applies it without
 // observe/ knowing the registry's types.
 import { Effect } from "effect"
-import type { MetricsService, ResolveOutcome } from "./Metrics.js"
+import type { MetricsService, ResolveOutcomeLabel } from "./Metrics.js"
 
 type Refused =
   | "UnknownNamespace"
@@ -14,7 +14,7 @@ type Refused =
   | "PlacementHeldByAnotherHostname"
   | "HostnameBindingDisplaced"
 
-const REFUSED: Record<Refused, ResolveOutcome> = {
+const REFUSED: Record<Refused, ResolveOutcomeLabel> = {
   UnknownNamespace: "unknown_namespace",
   RegistryColdStart: "cold_start",
   NoLiveBackends: "no_live_backends",
@@ -37,7 +37,7 @@ export const meteredResolve = <Request extends ResolveFacts, Placement extends {
   metrics: MetricsService
 ): ((request: Request) => Effect.Effect<Placement, Refusal>) => {
   if (!metrics.enabled) return resolve
-  const outcomeOf = (request: Request, placement: Placement): ResolveOutcome =>
+  const outcomeOf = (request: Request, placement: Placement): ResolveOutcomeLabel =>
     !placement.isNew ? "forwarded" : request.excluded.length > 0 ? "re_placed" : "placed"
   return (request) =>
     Effect.suspend(() => {

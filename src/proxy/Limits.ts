@@ -1,4 +1,4 @@
-// A forward's fixed limits (docs/proxy.md "Limits"; docs/proxy.md). Connect, response headers and
+// A forward's fixed limits (docs/proxy.md "Limits"). Connect, response headers and
 // body idle run on Clock (Deadlines.ts), so a TestClock drives them; none is an option but
 // the header wait (`forwards.timeoutMs`).
 

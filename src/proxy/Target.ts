@@ -2,16 +2,17 @@
 // the raw path and query byte for byte.
 import { formatAddress, type Address } from "../Address.js"
 
-interface Upstream {
+/** An advertiseUrl, parsed: where its forwards go and the path they go under. */
+interface AdvertisedUrl {
   readonly origin: string
   readonly prefix: string
 }
 
 /** advertiseUrls parsed once; few and long-lived (one per worker), so a small cap suffices. */
-const parsed = new Map<string, Upstream>()
+const parsed = new Map<string, AdvertisedUrl>()
 const MAX_CACHED = 4096
 
-const parse = (advertiseUrl: string): Upstream => {
+const parse = (advertiseUrl: string): AdvertisedUrl => {
   let upstream = parsed.get(advertiseUrl)
   if (upstream === undefined) {
     if (parsed.size >= MAX_CACHED) parsed.clear()

@@ -4,6 +4,7 @@
 import { Context, Duration, Effect, Layer, Random, Schedule } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { takeoverOf } from "../Config.js"
+import { DEFAULT_TAKEOVER } from "../config/Fields.js"
 import {
   BindingHeldByAnotherEnv,
   type ClockOffsetTooLarge,
@@ -271,7 +272,7 @@ const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll
 export const makeRegistry = (
   backend: RegistryBackend,
   policy: RegistryPolicy,
-  takeoverOf: TakeoverOf = () => "wind_down",
+  takeoverOf: TakeoverOf = () => DEFAULT_TAKEOVER,
   clock: RegistryClockService = localRegistryClock
 ): RegistryService => {
   const now = clock.now
