@@ -2,7 +2,7 @@
 // instances. Verified with jose against the attestation key; the claims are then checked
 // for shape. Whether the caller is still placed there is the attestation step's registry check.
 import { errors, jwtVerify } from "jose"
-import { CALLER_TOKEN_MAX_LIFETIME_S, PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
+import { CALLER_TOKEN_MAX_LIFETIME_S, CLOCK_TOLERANCE_S, PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { isValidId, isValidNamespace } from "../Address.js"
 
 /** The calling instance, as its token claims it. */
@@ -18,9 +18,6 @@ export interface CallerClaims {
 }
 
 export type CallerTokenProblem = "invalid" | "expired"
-
-/** Clock skew allowed between a worker and Pinboard, as for credentials (docs/config.md "Data-plane auth"). */
-export const CALLER_CLOCK_TOLERANCE_S = 5
 
 const EPOCH = /^[0-9]{1,20}$/
 
@@ -54,7 +51,7 @@ export const verifyCallerToken = async (
       algorithms: ["HS256"],
       audience: PINBOARD_ISSUER,
       requiredClaims: ["iss", "sub", "iat", "exp"],
-      clockTolerance: CALLER_CLOCK_TOLERANCE_S,
+      clockTolerance: CLOCK_TOLERANCE_S,
       currentDate: new Date(nowMs)
     })
     return claimsOf(payload) ?? "invalid"
