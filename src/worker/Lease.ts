@@ -137,7 +137,11 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       Effect.orDie
     )
 
-    /** One heartbeat; fails with HeartbeatLeaseLost when the lease is lost. Failures are retried until the lease is unhealthy. */
+    /**
+     * One heartbeat; fails with HeartbeatLeaseLost when the lease is lost. A failed call is retried
+     * on REGISTRY_RETRY without end, past the lease turning unhealthy (the watch drops the
+     * activations then): the first call that gets through renews the lease, or answers 410.
+     */
     const beat = (lease: Held): Effect.Effect<void, HeartbeatLeaseLost> =>
       Effect.gen(function* () {
         const sentAt = yield* Clock.currentTimeMillis
