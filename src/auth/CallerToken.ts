@@ -2,8 +2,9 @@
 // instances. Verified with jose against the attestation key; the claims are then checked
 // for shape. Whether the caller is still placed there is the attestation step's registry check.
 import { errors, jwtVerify } from "jose"
-import { CALLER_TOKEN_MAX_LIFETIME_S, PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
+import { CALLER_TOKEN_MAX_LIFETIME_S, CLOCK_TOLERANCE_S, PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { isValidId, isValidNamespace } from "../Address.js"
+import { isEpoch } from "../contract/Epochs.js"
 
 /** The calling instance, as its token claims it. */
 export interface CallerClaims {
@@ -18,11 +19,6 @@ export interface CallerClaims {
 }
 
 export type CallerTokenProblem = "invalid" | "expired"
-
-/** Clock skew allowed between a worker and Pinboard, as for credentials (docs/config.md "Data-plane auth"). */
-export const CALLER_CLOCK_TOLERANCE_S = 5
-
-const EPOCH = /^[0-9]{1,20}$/
 
 /** `"<ns>/<id>"`, the namespace with its leading slash. */
 export const parseInstance = (text: string): { readonly namespace: string; readonly id: string } | undefined => {
@@ -40,7 +36,7 @@ const claimsOf = (payload: Record<string, unknown>): CallerClaims | undefined =>
   if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) return undefined
   if (typeof iat !== "number" || typeof exp !== "number" || exp > iat + CALLER_TOKEN_MAX_LIFETIME_S) return undefined
   const instance = parseInstance(sub)
-  if (instance === undefined || !EPOCH.test(epoch)) return undefined
+  if (instance === undefined || !isEpoch(epoch)) return undefined
   return { worker: iss, namespace: instance.namespace, id: instance.id, epoch, env: env ?? "", depth }
 }
 
@@ -54,7 +50,7 @@ export const verifyCallerToken = async (
       algorithms: ["HS256"],
       audience: PINBOARD_ISSUER,
       requiredClaims: ["iss", "sub", "iat", "exp"],
-      clockTolerance: CALLER_CLOCK_TOLERANCE_S,
+      clockTolerance: CLOCK_TOLERANCE_S,
       currentDate: new Date(nowMs)
     })
     return claimsOf(payload) ?? "invalid"

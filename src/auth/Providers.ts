@@ -6,10 +6,9 @@ import { createHash, createPublicKey, timingSafeEqual } from "node:crypto"
 import { Clock, Effect, Option, Redacted } from "effect"
 import { decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyOptions } from "jose"
 import type { ApiKeyProviderConfig, JwtProviderConfig, ProviderConfig } from "../Config.js"
+import { CLOCK_TOLERANCE_S } from "../contract/Claims.js"
 import { makeRemoteJwks, type FetchJwks, type VerificationKey } from "./Jwks.js"
 import type { Principal } from "./Principal.js"
-
-export const CLOCK_TOLERANCE_S = 5
 
 /** Verifies a credential: the principal it names, or none when this provider does not accept it. */
 export type Provider = (credential: string) => Effect.Effect<Option.Option<Principal>>

@@ -29,6 +29,12 @@ export interface AttestationPayload {
 
 export const ATTESTATION_TTL_S = 60
 
+/**
+ * Clock skew allowed on `exp`, `iat` and `nbf` wherever a token is checked: attestations at the
+ * worker, caller tokens and credentials at Pinboard (docs/config.md, docs/deploy.md "Clocks").
+ */
+export const CLOCK_TOLERANCE_S = 5
+
 /** `Pinboard-Caller`: a worker's instance calling another through Pinboard. */
 export interface CallerPayload {
   /** The calling worker. */

@@ -2,6 +2,7 @@
 // failures name the field and what was expected.
 import { Either, ParseResult, Schema } from "effect"
 import { isValidId, isValidNamespace } from "../Address.js"
+import { isEpoch } from "../contract/Epochs.js"
 import { InvalidRequest } from "../Errors.js"
 
 /** The message for any failure of the field, its type included. */
@@ -26,7 +27,7 @@ export const PageLimit = Schema.String.pipe(Schema.pattern(/^(?:[1-9][0-9]{0,2}|
 export const Cursor = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._~-]{1,128}$/)).annotations(
   expected('a cursor as answered in "next"')
 )
-export const Epoch = Schema.String.pipe(Schema.pattern(/^(0|[1-9][0-9]{0,39})$/)).annotations(
+export const Epoch = Schema.String.pipe(Schema.filter(isEpoch)).annotations(
   expected("an epoch: a decimal string")
 )
 export const Headroom = Schema.Number.pipe(Schema.finite(), Schema.greaterThanOrEqualTo(0)).annotations(

@@ -31,7 +31,7 @@ Reads Pinboard's registry API with the deployment token of Pinboard's own config
 
 Exit codes: 0 done; 1 Pinboard unreachable or answered an error; 2 bad usage or configuration.`
 
-export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+export class InspectUsageError extends Data.TaggedError("InspectUsageError")<{ readonly message: string }> {}
 
 export interface CommonOptions {
   /** Overrides the URL derived from the configuration; no trailing "/". */
@@ -72,8 +72,8 @@ const OPTIONS = {
 const ID_ONLY = ["env", "host", "affinity", "caller"] as const
 
 /** `argv` is what follows `inspect`. */
-export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<InspectCommand, UsageError> => {
-  const usage = (message: string) => Either.left(new UsageError({ message }))
+export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<InspectCommand, InspectUsageError> => {
+  const usage = (message: string) => Either.left(new InspectUsageError({ message }))
   let parsed
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })

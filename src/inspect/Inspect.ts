@@ -5,7 +5,7 @@ import { Clock, Console, Effect, Either } from "effect"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "../Config.js"
 import type { Env } from "../config/Sources.js"
 import { bucketOf } from "../contract/Bucket.js"
-import { type InspectCommand, parseInspectArgs, USAGE, type UsageError } from "./Args.js"
+import { type InspectCommand, parseInspectArgs, USAGE, type InspectUsageError } from "./Args.js"
 import { getPlacement, listWorkers, type RegistryReadError, type RegistryTarget } from "./Client.js"
 import { explainResolve } from "./Explain.js"
 import { idJson, idText, workersJson, workersText } from "./Render.js"
@@ -16,7 +16,7 @@ type ExitCode = 0 | 1 | 2
 export const inspect = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<void> =>
   Effect.suspend(() => run(argv, env)).pipe(
     Effect.catchTags({
-      UsageError: (e) => complain(2, `${e.message}\nRun \`pinboard inspect --help\` for the usage.`),
+      InspectUsageError: (e) => complain(2, `${e.message}\nRun \`pinboard inspect --help\` for the usage.`),
       ConfigInvalid: (e) => complain(2, `invalid configuration: ${e.message}`),
       PinboardUnreachable: (e) => complain(1, `cannot reach Pinboard: GET ${e.url}: ${e.reason}`),
       PinboardAnswered: (e) => complain(1, `GET ${e.url} answered ${e.status}: ${e.body}`),
@@ -27,7 +27,7 @@ export const inspect = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<vo
 
 const complain = (code: ExitCode, message: string) => Effect.as(Console.error(`pinboard inspect: ${message}`), code)
 
-const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, UsageError | ConfigInvalid | RegistryReadError> =>
+const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, InspectUsageError | ConfigInvalid | RegistryReadError> =>
   Effect.gen(function*() {
     const command = yield* Either.match(parseInspectArgs(argv), { onLeft: Effect.fail, onRight: Effect.succeed })
     if (command._tag === "Help") {

@@ -44,7 +44,7 @@ const inTurns = async <A>(items: ReadonlyArray<A>, width: number, f: (item: A) =
 export type Refusal = "lease-unhealthy" | "released"
 
 /** A request's placement as Pinboard attested it, and the hostname it came through. */
-export interface Target extends PlacementRef {
+export interface AttestedPlacement extends PlacementRef {
   readonly epoch: string
   readonly hostname: string | undefined
 }
@@ -106,7 +106,7 @@ export class Activations {
    * released the id at that epoch already (the request was sent before the release landed).
    * Either way the request is refused, so that Pinboard places the id anew.
    */
-  async enter(target: Target, mayActivate: (placement: PlacementRef) => boolean): Promise<Activation | Refusal> {
+  async enter(target: AttestedPlacement, mayActivate: (placement: PlacementRef) => boolean): Promise<Activation | Refusal> {
     const key = keyOf(target)
     const { epoch } = target
     for (;;) {
@@ -188,7 +188,7 @@ export class Activations {
     return Promise.all(chosen.map((a) => this.teardown(a, reason, false)))
   }
 
-  private create(key: string, target: Target): Activation {
+  private create(key: string, target: AttestedPlacement): Activation {
     const { env, namespace, id, epoch, hostname } = target
     const definition = this.definitions.get(namespace)
     if (definition === undefined) throw new Error(`no instance definition for ${namespace}`)

@@ -2,7 +2,7 @@
 // derived from the deployment token, for this worker (`aud`). Anything else did not come
 // through Pinboard.
 import { jwtVerify } from "jose"
-import { PINBOARD_ISSUER, type AttestationPayload } from "../contract/Claims.js"
+import { CLOCK_TOLERANCE_S, PINBOARD_ISSUER, type AttestationPayload } from "../contract/Claims.js"
 import type { RequestIdentity } from "./Definition.js"
 
 export interface Attested extends RequestIdentity {
@@ -12,9 +12,6 @@ export interface Attested extends RequestIdentity {
   readonly id: string
   readonly epoch: string
 }
-
-/** Clock skew allowed between Pinboard and the worker. */
-const CLOCK_TOLERANCE_S = 5
 
 export const verifyAttestation = async (
   token: string | Array<string> | undefined,

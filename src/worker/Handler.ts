@@ -50,7 +50,7 @@ const restOf = (url: string, prefix: string, attested: Attested): { path: string
   return { path: path === "" ? "/" : path, query: new URLSearchParams(q === -1 ? "" : rest.slice(q + 1)) }
 }
 
-type Admitted =
+type WorkerAdmission =
   | { readonly _tag: "Admitted"; readonly request: InstanceRequest<unknown>; readonly activation: Activation; readonly definition: InstanceDefinition<unknown> }
   | { readonly _tag: "Refused"; readonly status: number; readonly error: string; readonly headers?: Record<string, string> }
 
@@ -60,7 +60,7 @@ const receivedTraceParent = (req: IncomingMessage): string | undefined => {
   return parseTraceParent(value) === undefined ? undefined : (value as string)
 }
 
-const admit = async (deps: HandlerDeps, req: IncomingMessage, traceparent: string | undefined): Promise<Admitted> => {
+const admit = async (deps: HandlerDeps, req: IncomingMessage, traceparent: string | undefined): Promise<WorkerAdmission> => {
   const attested = await verifyAttestation(req.headers[ATTESTATION_HEADER], deps.key, deps.worker, deps.now())
   if (attested === undefined) return { _tag: "Refused", status: 401, error: "missing or invalid Pinboard-Attestation" }
   const definition = deps.definitions.get(attested.namespace)
@@ -92,15 +92,15 @@ export const handleRequest = async (
   res: ServerResponse,
   traceparent = receivedTraceParent(req)
 ): Promise<void> => {
-  let admitted: Admitted
+  let admission: WorkerAdmission
   try {
-    admitted = await admit(deps, req, traceparent)
+    admission = await admit(deps, req, traceparent)
   } catch (error) {
     deps.log(`${req.method} ${req.url}: activation failed`, error)
     return json(res, 500, { error: "activation failed" })
   }
-  if (admitted._tag === "Refused") return json(res, admitted.status, { error: admitted.error }, admitted.headers)
-  const { request, activation, definition } = admitted
+  if (admission._tag === "Refused") return json(res, admission.status, { error: admission.error }, admission.headers)
+  const { request, activation, definition } = admission
   res.once("close", () => deps.activations.leave(activation))
   const route = matchRoute(definition, req.method ?? "GET", request.path)
   if (route._tag === "NotFound") return json(res, 404, { error: "not found" })
@@ -136,15 +136,15 @@ export const handleUpgrade = async (
   traceparent = receivedTraceParent(req)
 ): Promise<number | undefined> => {
   socket.on("error", () => socket.destroy())
-  let admitted: Admitted
+  let admission: WorkerAdmission
   try {
-    admitted = await admit(deps, req, traceparent)
+    admission = await admit(deps, req, traceparent)
   } catch (error) {
     deps.log(`upgrade ${req.url}: activation failed`, error)
     return bareStatus(socket, 500)
   }
-  if (admitted._tag === "Refused") return bareStatus(socket, admitted.status, admitted.headers)
-  const { request, activation, definition } = admitted
+  if (admission._tag === "Refused") return bareStatus(socket, admission.status, admission.headers)
+  const { request, activation, definition } = admission
   if (definition.webSocket === undefined || activation.closing !== undefined) {
     deps.activations.leave(activation)
     return bareStatus(socket, 404)

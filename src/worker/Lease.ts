@@ -58,8 +58,8 @@ export const heartbeatEvery = (heartbeatMs: number) => Schedule.fixed(Duration.m
 /** With no lease held (registering, or registering again), the watch looks again this often. */
 const UNLEASED_WATCH_INTERVAL = Duration.millis(100)
 
-/** A heartbeat answered 410 lease lost. */
-class LeaseLost extends Data.TaggedError("LeaseLost")<{}> {}
+/** A heartbeat answered 410 lease lost (Errors.ts LeaseLost, as this worker hears it). */
+class HeartbeatLeaseLost extends Data.TaggedError("HeartbeatLeaseLost")<{}> {}
 
 interface Held {
   readonly incarnation: string
@@ -137,8 +137,12 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       Effect.orDie
     )
 
-    /** One heartbeat; fails with LeaseLost when the lease is lost. Failures are retried until the lease is unhealthy. */
-    const beat = (lease: Held): Effect.Effect<void, LeaseLost> =>
+    /**
+     * One heartbeat; fails with HeartbeatLeaseLost when the lease is lost. A failed call is retried
+     * on REGISTRY_RETRY without end, past the lease turning unhealthy (the watch drops the
+     * activations then): the first call that gets through renews the lease, or answers 410.
+     */
+    const beat = (lease: Held): Effect.Effect<void, HeartbeatLeaseLost> =>
       Effect.gen(function* () {
         const sentAt = yield* Clock.currentTimeMillis
         const answer = yield* registryCall("heartbeat", () => client.heartbeat(lease.incarnation, hooks.status()))
@@ -152,7 +156,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie,
         // Raised after the retry, which must retry failed calls only, never a 410.
-        Effect.flatMap((renewed) => (renewed ? Effect.void : Effect.fail(new LeaseLost())))
+        Effect.flatMap((renewed) => (renewed ? Effect.void : Effect.fail(new HeartbeatLeaseLost())))
       )
 
     // Registered, then heartbeat every heartbeatMs; on 410, drop everything and register again.
@@ -164,7 +168,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         dropped = new Set(held.confirmedUntil.flatMap((until, b) => (until === 0 ? [b] : [])))
         yield* Deferred.succeed(firstRegistration, undefined)
         // Heartbeats until the lease is lost.
-        yield* Effect.schedule(beat(held), heartbeatEvery(held.heartbeatMs)).pipe(Effect.catchTag("LeaseLost", () => Effect.void))
+        yield* Effect.schedule(beat(held), heartbeatEvery(held.heartbeatMs)).pipe(Effect.catchTag("HeartbeatLeaseLost", () => Effect.void))
         // Unhealthy first, so that no new activation is taken while the old ones are dropped.
         const lost = held
         held = undefined

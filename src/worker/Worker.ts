@@ -3,7 +3,6 @@
 // closes. Its waits are all on the Clock, so tests run it on TestClock. It runs no Effect
 // itself: `startWorker` (StartWorker.ts) is the Promise shell that does.
 import http, { type Server } from "node:http"
-import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Duration, Effect, Schedule, type Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { attestationKey } from "../contract/AttestationKey.js"
@@ -14,6 +13,7 @@ import { Activations } from "./Activations.js"
 import { makeCalls } from "./Call.js"
 import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
+import { makeDefaultHeadroom } from "./Headroom.js"
 import { keepLease } from "./Lease.js"
 import { makeWorkerTracing, type TracesOptions } from "./Tracing.js"
 import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerStatus } from "./RegistryClient.js"
@@ -83,10 +83,6 @@ export interface RunningWorker {
   readonly registered: Effect.Effect<void>
 }
 
-/** Mean event-loop delay at which the default headroom reaches zero. */
-const SATURATED_DELAY_MS = 100
-/** How often the event-loop delay is sampled: real time, not Clock, for it is the real loop's delay. */
-const EVENT_LOOP_SAMPLE_MS = 20
 const IDLE_SWEEP = Schedule.spaced(Duration.seconds(1))
 /** How long a stop waits for requests in progress, unless `shutdownGraceMs` says otherwise. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
@@ -134,18 +130,9 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
 
     const activations = new Activations(definitions, { worker: options.worker, now, release: registry.release, callAs, log })
 
-    const delay = monitorEventLoopDelay({ resolution: EVENT_LOOP_SAMPLE_MS })
-    delay.enable()
-    yield* Effect.addFinalizer(() => Effect.sync(() => delay.disable()))
-    const maxActivations = options.maxActivations ?? 1000
-    const defaultHeadroom = () => {
-      const meanMs = delay.mean / 1e6
-      delay.reset()
-      const free = Math.max(0, maxActivations - activations.size)
-      return Math.floor(free * Math.max(0, 1 - (Number.isNaN(meanMs) ? 0 : meanMs) / SATURATED_DELAY_MS))
-    }
+    const headroom = options.headroom ?? (yield* makeDefaultHeadroom(options.maxActivations ?? 1000, () => activations.size))
     let draining = false
-    const status = (): WorkerStatus => ({ headroom: Math.max(0, (options.headroom ?? defaultHeadroom)()), draining })
+    const status = (): WorkerStatus => ({ headroom: Math.max(0, headroom()), draining })
 
     const lease = yield* keepLease(
       registry,

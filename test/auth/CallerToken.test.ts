@@ -44,6 +44,11 @@ describe("verifyCallerToken", () => {
     expect(await verifyCallerToken(await mint(claims({ env: 3 })), KEY, NOW_MS)).toBe("invalid")
   })
 
+  it("an epoch of 40 digits is accepted: the longest the registry takes", async () => {
+    const epoch = "9".repeat(40)
+    expect(await verifyCallerToken(await mint(claims({ epoch })), KEY, NOW_MS)).toMatchObject({ epoch })
+  })
+
   it("expiry: accepted less than 5 s past exp, expired from then on", async () => {
     const token = await mint(claims({ iat: NOW_S - 60, exp: NOW_S }))
     expect(await verifyCallerToken(token, KEY, NOW_MS + 4_999)).toMatchObject({ worker: "w1" })
@@ -60,6 +65,10 @@ describe("verifyCallerToken", () => {
     ["sub without an id", async () => mint(claims({ sub: "/threads" }))],
     ["sub with a bad id", async () => mint(claims({ sub: "/threads/a b" }))],
     ["epoch a number", async () => mint(claims({ epoch: 7 }))],
+    // The one epoch form (contract/Epochs.ts): no leading zeros, at most 40 digits.
+    ["epoch with leading zeros", async () => mint(claims({ epoch: "007" }))],
+    ["epoch 00", async () => mint(claims({ epoch: "00" }))],
+    ["epoch of 41 digits", async () => mint(claims({ epoch: "1" + "0".repeat(40) }))],
     ["depth negative", async () => mint(claims({ depth: -1 }))],
     ["depth not an integer", async () => mint(claims({ depth: 1.5 }))],
     ["HS512", async () => mint(claims(), KEY, "HS512")],

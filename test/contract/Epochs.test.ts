@@ -1,16 +1,21 @@
-// Epoch order (docs/worker.md "Durable state: fencing by epoch"): decimal strings of any size, compared as numbers without
-// ever becoming numbers.
+// Epoch form and order (docs/registry-api.md "Conventions", docs/worker.md "Durable state: fencing
+// by epoch"): decimal strings of at most 40 digits, compared as numbers without ever becoming
+// numbers; and the one form checked alike by the registry API and the caller-token check.
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
-import { compareEpochs, isEpoch } from "../../src/contract/Epochs.js"
+import { Either, FastCheck as fc, Schema } from "effect"
+import { SignJWT } from "jose"
+import { verifyCallerToken } from "../../src/auth/CallerToken.js"
+import { attestationKey } from "../../src/contract/AttestationKey.js"
+import { compareEpochs, isEpoch, MAX_EPOCH_DIGITS } from "../../src/contract/Epochs.js"
+import { Epoch } from "../../src/http/RegistryBodies.js"
 
-const EPOCH_PATTERN = /^(0|[1-9][0-9]*)$/
+const EPOCH_PATTERN = /^(0|[1-9][0-9]{0,39})$/
 const sign = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0)
 
-/** Small values (many equal lengths and ties) mixed with values far beyond 2^64. */
-const epochArb = fc.oneof(fc.bigInt({ min: 0n, max: 1000n }), fc.bigInt({ min: 0n, max: 2n ** 200n }))
+/** Small values (many equal lengths and ties) mixed with values far beyond 2^64, up to 40 digits. */
+const epochArb = fc.oneof(fc.bigInt({ min: 0n, max: 1000n }), fc.bigInt({ min: 0n, max: 10n ** 40n - 1n }))
 const badEpochArb = fc.oneof(
-  fc.constantFrom("", "01", "00", "-1", "+1", "1.0", "1e3", " 1", "1 ", "1\n", "0x1", "１", "NaN"),
+  fc.constantFrom("", "01", "00", "007", "-1", "+1", "1.0", "1e3", " 1", "1 ", "1\n", "0x1", "１", "NaN", "1" + "0".repeat(40)),
   fc.string({ maxLength: 30, unit: "binary" }).filter((s) => !EPOCH_PATTERN.test(s))
 )
 
@@ -34,7 +39,7 @@ describe("compareEpochs", () => {
     expect(() => compareEpochs("", "0")).toThrow(`""`)
     expect(() => compareEpochs(7 as unknown as string, "0")).toThrow(/invalid epoch 7/)
     // Not a string: named as String() shows it, not as JSON.
-    expect(() => compareEpochs("0", {} as unknown as string)).toThrow("invalid epoch [object Object]: expected a decimal string without leading zeros")
+    expect(() => compareEpochs("0", {} as unknown as string)).toThrow("invalid epoch [object Object]: expected a decimal string without leading zeros, at most 40 digits")
   })
 
   it.prop("agrees with BigInt order", [epochArb, epochArb], ([a, b]) => {
@@ -61,8 +66,8 @@ describe("compareEpochs", () => {
 
 describe("isEpoch", () => {
   it("accepts canonical decimal strings only", () => {
-    for (const good of ["0", "1", "17", "18446744073709551617"]) expect(isEpoch(good)).toBe(true)
-    for (const bad of ["", "01", "-1", "1.5", " 1", "1\n", "abc"]) expect(isEpoch(bad)).toBe(false)
+    for (const good of ["0", "1", "17", "18446744073709551617", "9".repeat(MAX_EPOCH_DIGITS)]) expect(isEpoch(good)).toBe(true)
+    for (const bad of ["", "01", "007", "-1", "1.5", " 1", "1\n", "abc", "1" + "0".repeat(MAX_EPOCH_DIGITS)]) expect(isEpoch(bad)).toBe(false)
     expect(isEpoch(17 as unknown as string)).toBe(false)
   })
 
@@ -72,5 +77,30 @@ describe("isEpoch", () => {
 
   it.prop("agrees with the pattern on any string", [fc.oneof(badEpochArb, epochArb.map(String))], ([s]) => {
     expect(isEpoch(s)).toBe(EPOCH_PATTERN.test(s))
+  })
+})
+
+describe("one epoch form, wherever an epoch is checked", () => {
+  const KEY = attestationKey("deployment-token")
+  const NOW_S = 1_800_000_000
+  const callerTokenAccepts = async (epoch: string) => {
+    const token = await new SignJWT({ iss: "w1", aud: "pinboard", sub: "/threads/t1", epoch, depth: 0, iat: NOW_S, exp: NOW_S + 60 })
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(KEY)
+    return typeof (await verifyCallerToken(token, KEY, NOW_S * 1000)) === "object"
+  }
+  const registryBodyAccepts = (epoch: string) => Either.isRight(Schema.decodeUnknownEither(Epoch)(epoch))
+  const cases = ["0", "7", "17", "1764452669741000001", "9".repeat(40), "", "00", "01", "007", "-1", "+1", "1.0", "1e3", " 1", "1\n", "1" + "0".repeat(40)]
+
+  it.each(cases)("%j: the registry API, the caller-token check and isEpoch agree", async (epoch) => {
+    const expected = isEpoch(epoch)
+    expect(registryBodyAccepts(epoch)).toBe(expected)
+    expect(await callerTokenAccepts(epoch)).toBe(expected)
+  })
+
+  it("leading zeros are refused by all three", async () => {
+    expect(isEpoch("007")).toBe(false)
+    expect(registryBodyAccepts("007")).toBe(false)
+    expect(await callerTokenAccepts("007")).toBe(false)
   })
 })

@@ -114,9 +114,10 @@ describe("FencedStore", () => {
     await store.write("k", "c", "18446744073709551617") // 2^64 + 1
     const error = await staleError(store.write("k", "d", "18446744073709551616"))
     expect([error.presented, error.stored]).toStrictEqual(["18446744073709551616", "18446744073709551617"])
-    await store.write("k", "e", "100000000000000000000000000000000000000000")
-    await staleError(store.write("k", "f", "99999999999999999999999999999999999999999"))
-    expect(await readText(store, "k")).toStrictEqual({ value: "e", epoch: "100000000000000000000000000000000000000000" })
+    // The longest epochs (40 digits), beyond 2^128.
+    await store.write("k", "e", "1000000000000000000000000000000000000000")
+    await staleError(store.write("k", "f", "999999999999999999999999999999999999999"))
+    expect(await readText(store, "k")).toStrictEqual({ value: "e", epoch: "1000000000000000000000000000000000000000" })
   })
 
   it("fences delete the same way and keeps the fence after it", async () => {

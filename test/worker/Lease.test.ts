@@ -163,6 +163,30 @@ describe("the worker's lease", () => {
     })
   )
 
+  it.scoped("a failing heartbeat is retried without end, every 2 s, long after the lease turned unhealthy", () =>
+    Effect.gen(function* () {
+      const registry = fakeRegistry()
+      const { lease, drops } = yield* start(registry.client)
+      yield* flush
+      registry.state.heartbeat = "fail"
+      const attempts = () => registry.log.filter((line) => line === "heartbeat inc-1 fail").length
+      yield* advance(LEASE_MS)
+      expect(lease.healthy()).toBe(false)
+      // Ten leases on, still one attempt per 2 s.
+      for (let lapse = 0; lapse < 10 * LEASE_MS; lapse += 2000) {
+        const before = attempts()
+        yield* advance(1000)
+        yield* advance(1000)
+        expect(attempts()).toBe(before + 1)
+      }
+      registry.state.heartbeat = "ok"
+      yield* advance(2000)
+      expect(lease.healthy()).toBe(true)
+      expect(registry.state.registrations).toBe(1)
+      expect(drops).toEqual(["lease-unhealthy"])
+    })
+  )
+
   it.scoped("a 410 drops every activation and registers again", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()

@@ -10,9 +10,10 @@ import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/At
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { RELEASED_MEMORY_MS } from "../../src/worker/Activations.js"
 import { defineInstance, type DeactivateReason } from "../../src/worker/Definition.js"
-import type { RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
+import type { RegistryClient, WindDownEntry, WorkerStatus } from "../../src/worker/RegistryClient.js"
 import { WIND_DOWN_MARGIN_MS } from "../../src/worker/WindDown.js"
 import { DEFAULT_SHUTDOWN_GRACE_MS, makeWorker, type RunningWorker } from "../../src/worker/Worker.js"
+import { quietWindow, scaled } from "../support/Time.js"
 import { flush, until } from "../support/Turns.js"
 
 const TOKEN = "worker-test-token"
@@ -27,6 +28,7 @@ const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
 const fakeRegistry = () => {
   const log: Array<string> = []
   const state = { register: "ok" as "ok" | "fail", heartbeat: "ok" as "ok" | "fail", windDown: [] as Array<WindDownEntry> }
+  const heartbeats: Array<WorkerStatus> = []
   const client: RegistryClient = {
     register: async () => {
       if (state.register === "fail") {
@@ -36,7 +38,8 @@ const fakeRegistry = () => {
       log.push("registered")
       return { incarnation: "inc-1", leaseMs: LEASE_MS, heartbeatMs: LEASE_MS / 3, unrenewed: [] }
     },
-    heartbeat: async () => {
+    heartbeat: async (_incarnation, status) => {
+      heartbeats.push(status)
       if (state.heartbeat === "fail") throw new Error("unreachable")
       return { _tag: "Renewed", windDown: state.windDown, unrenewed: [] }
     },
@@ -46,7 +49,7 @@ const fakeRegistry = () => {
     },
     deregister: async (incarnation) => void log.push(`deregister ${incarnation}`)
   }
-  return { client, log, state }
+  return { client, log, state, heartbeats }
 }
 
 /** A counter instance that records its lifecycle. */
@@ -194,6 +197,24 @@ describe("the worker's request handler", () => {
       // Memory stays bounded: past every attestation's life, the entry is gone.
       expect((yield* send("/counters/c1/increment", claims("c1", "5"))).status).toBe(200)
       expect(worker.activations.size).toBe(1)
+    })
+  )
+
+  it.scoped("an idle worker's heartbeat reports its free activation slots as headroom, exactly", () =>
+    Effect.gen(function* () {
+      const { send, registry } = yield* setup
+      for (let n = 1; n <= 6; n++) expect((yield* send(`/counters/c${n}/increment`, claims(`c${n}`, "5"))).status).toBe(200)
+      // Real time with nothing to do: the event loop idles, and that is what the headroom measures.
+      // A heartbeat after each idle window, until one reports the free slots (a busy machine can
+      // deschedule the process for a window); before the mend, none did.
+      const deadline = performance.now() + scaled(3000)
+      do {
+        yield* Effect.promise(() => quietWindow(100))
+        const sent = registry.heartbeats.length
+        yield* advance(LEASE_MS / 3)
+        yield* until(() => registry.heartbeats.length > sent, "the next heartbeat")
+      } while (registry.heartbeats.at(-1)!.headroom !== 1000 - 6 && performance.now() < deadline)
+      expect(registry.heartbeats.at(-1)).toEqual({ headroom: 1000 - 6, draining: false })
     })
   )
 
