@@ -296,7 +296,7 @@ export class NotReady extends Schema.TaggedError<NotReady>()("NotReady", { reaso
 
 export const internalError: Reply = json(500, "internal error")
 
-interface Row {
+interface CatalogueRow {
   readonly example: { readonly _tag: string; readonly reply: Reply }
   readonly when: string
 }
@@ -345,7 +345,7 @@ export const catalogue = [
   { example: new LeaseLost(), when: "A heartbeat whose incarnation does not match, whose lease already lapsed, or that a wiped bucket does not know." },
   { example: new NotPlaced(), when: "`GET /registry/placements/...` for an id with no placement row." },
   { example: new NotReady({ reason: "shutting down" }), when: "`/readyz` while shutting down, when the registry does not answer within 1 s, or while this Pinboard cannot tell the registry's time within `registry.maxClockOffsetMs`; `reason` says which (`shutting down`, `registry unavailable`, `registry slow`, `registry time not sampled`, `clock offset from the registry <n> ms, past registry.maxClockOffsetMs`)." }
-] as const satisfies ReadonlyArray<Row>
+] as const satisfies ReadonlyArray<CatalogueRow>
 
 /** Every error Pinboard answers with a catalogue row. */
 export type CatalogueError = (typeof catalogue)[number]["example"]

@@ -19,13 +19,13 @@ const withoutPassword = (url: string): string => {
   }
 }
 
-interface Row {
+interface ConfigRow {
   readonly path: ReadonlyArray<string>
   readonly value: string
 }
 
 /** The file-shaped value for what it prints, the decoded one for the keys the file shape leaves out when unset. */
-const rowsOf = (encoded: unknown, decoded: unknown, path: ReadonlyArray<string>): Array<Row> => {
+const rowsOf = (encoded: unknown, decoded: unknown, path: ReadonlyArray<string>): Array<ConfigRow> => {
   const key = path[path.length - 1] ?? ""
   if (SECRET_KEYS.has(key)) return [{ path, value: REDACTED }]
   if (isPlainObject(encoded) || (encoded === undefined && isPlainObject(decoded))) {

@@ -1,6 +1,7 @@
 // Field schemas of the configuration (docs/config.md). Each carries the "expected …"
 // half of its error message; the loader prefixes the field and appends what it got.
 import { ParseResult, Schema } from "effect"
+import type { LogLevelName } from "../serving/LogLine.js"
 import { isHttpUrl } from "../serving/Otlp.js"
 
 /** Message annotation for a leaf: also replaces the message of a failing `from` (a string where a number belongs). */
@@ -42,10 +43,10 @@ export const BalanceFactor = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
 )
 export const Flag = Schema.Boolean.annotations(expected("true or false"))
-export const LogLevelName = Schema.Literal("debug", "info", "warning", "error").annotations(
+/** The log levels of serving/LogLine.ts, as a setting. */
+export const LogLevelSetting = Schema.Literal("debug", "info", "warning", "error").annotations(
   expected("one of debug, info, warning, error")
-)
-export type LogLevelName = typeof LogLevelName.Type
+) satisfies Schema.Schema<LogLevelName>
 export const Token = Schema.Redacted(NonEmptyString)
 
 const urlWithProtocol = (s: string, protocols: ReadonlyArray<string>): boolean => {

@@ -4,7 +4,7 @@
 import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
-  AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, LeaseMs, LogLevelName, NonEmptyString, objectOf, OtlpEndpoint, Port,
+  AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
   PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
@@ -25,7 +25,7 @@ const section = <A, I>(struct: Schema.Schema<A, I>) => {
   return Schema.optionalWith(checked, { exact: true, default: () => Schema.decodeUnknownSync(checked)({}) })
 }
 
-const Fields = Schema.Struct({
+const ConfigFields = Schema.Struct({
   port: withDefault(Port, () => 8080),
   host: withDefault(NonEmptyString, () => "0.0.0.0"),
   token: Token,
@@ -65,7 +65,7 @@ const Fields = Schema.Struct({
   })),
   /** Lowest level written; `access`: one line per instance request. */
   log: section(Schema.Struct({
-    level: withDefault(LogLevelName, () => "info" as const),
+    level: withDefault(LogLevelSetting, () => "info" as const),
     access: withDefault(Flag, () => false)
   })),
   /**
@@ -84,10 +84,10 @@ const Fields = Schema.Struct({
   namespaces: optionalOrUndefined(Schema.Array(NamespaceRule).annotations(expectedShape("a list of namespace rules")))
 }).annotations(expectedShape("a JSON object"))
 
-type Fields = typeof Fields.Type
+type ConfigFields = typeof ConfigFields.Type
 
 /** Rules that span fields; each issue points at the field to fix. */
-const crossFieldIssues = (c: Fields): Array<Schema.FilterIssue> => {
+const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
   const issues: Array<Schema.FilterIssue> = []
   if (c.redis.url !== undefined && c.redis.cluster !== undefined) {
     issues.push({
@@ -118,11 +118,11 @@ const crossFieldIssues = (c: Fields): Array<Schema.FilterIssue> => {
   return issues
 }
 
-const Checked = Fields.pipe(Schema.filter(crossFieldIssues))
+const Checked = ConfigFields.pipe(Schema.filter(crossFieldIssues))
 
 // The decoded side: the fields' own types, with `nack.windowMs` always set.
 const Resolved = Schema.typeSchema(Schema.Struct({
-  ...Fields.fields,
+  ...ConfigFields.fields,
   nack: Schema.Struct({ threshold: PositiveInt, windowMs: PositiveMs })
 }))
 

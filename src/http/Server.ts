@@ -24,9 +24,9 @@ import { handleRegistry } from "./RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
 import { isWebSocketOffer, serveAsRequest } from "./UpgradeOffer.js"
 
-type Route = "healthz" | "readyz" | "registry" | "instance"
+type DataPlaneRoute = "healthz" | "readyz" | "registry" | "instance"
 
-const routeOf = (url: string): Route => {
+const routeOf = (url: string): DataPlaneRoute => {
   const path = pathOf(url)
   if (path === "/healthz") return "healthz"
   if (path === "/readyz") return "readyz"
@@ -96,7 +96,7 @@ export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler
   answering(handler, (reply) => writeBareStatus(socket, reply))
 
 /** An instance request's outcome answered: what Pinboard wrote itself, if it did. */
-const answerOutcome = (outcome: InstanceOutcome | Refused, write: (reply: Reply) => void): Effect.Effect<OwnAnswer | undefined> =>
+const answerOutcome = (outcome: InstanceOutcome | RefusedBeforePipeline, write: (reply: Reply) => void): Effect.Effect<OwnAnswer | undefined> =>
   outcome.failure === undefined ? NOT_ANSWERED : answerFailure<CatalogueError>(outcome.failure, write, outcome)
 
 const NOT_ANSWERED = Effect.succeed(undefined)
@@ -106,11 +106,11 @@ export const respondToOutcome = (req: IncomingMessage, res: ServerResponse, outc
   Effect.flatMap(outcome, (done) => answerOutcome(done, (reply) => writeReply(req, res, reply)))
 
 /** A request RFC 9112 rules out (http/Message.ts), refused before the pipeline: nothing learned. */
-interface Refused extends ExchangeFacts {
+interface RefusedBeforePipeline extends ExchangeFacts {
   readonly failure: Cause.Cause<MessageError>
 }
 
-const refusedOutcome = (error: MessageError): Effect.Effect<Refused> => Effect.succeed({ ...NO_FACTS, failure: Cause.fail(error) })
+const refusedOutcome = (error: MessageError): Effect.Effect<RefusedBeforePipeline> => Effect.succeed({ ...NO_FACTS, failure: Cause.fail(error) })
 
 /**
  * The status the client was sent, taken when the response closes: a reply written after the
@@ -159,7 +159,7 @@ const serve = Effect.gen(function* () {
     tracing.request(req, (span) => {
       const startedAt = performance.now()
       const write = (reply: Reply) => writeReply(req, res, reply)
-      const outcome: Effect.Effect<InstanceOutcome | Refused> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
+      const outcome: Effect.Effect<InstanceOutcome | RefusedBeforePipeline> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
       if (observer.idle && span === NO_SPAN) return Effect.flatMap(outcome, (done) => answerOutcome(done, write))
       const closed = new ClosedStatus(res)
       return Effect.flatMap(outcome, (done) =>
@@ -175,7 +175,7 @@ const serve = Effect.gen(function* () {
       const startedAt = performance.now()
       const write = (reply: Reply) => writeBareStatus(socket, reply)
       const refused = messageError(req)
-      const outcome: Effect.Effect<InstanceOutcome | Refused> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
+      const outcome: Effect.Effect<InstanceOutcome | RefusedBeforePipeline> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
       return Effect.flatMap(outcome, (done) =>
         Effect.map(answerOutcome(done, write), (answer) =>
           observer.finished(req, done, answer, done.upgradeStatus ?? answer?.status ?? CLIENT_CLOSED, startedAt, span)

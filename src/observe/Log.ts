@@ -4,17 +4,16 @@
 // `log.level`; the access log writes its lines with the same function. The line itself is
 // serving/LogLine.ts, which the worker library writes too.
 import { Layer, Logger, LogLevel } from "effect"
-import type { LogLevelName } from "../config/Fields.js"
-import { jsonLinesLogger, logLine, writeToStdout, type Fields } from "../serving/LogLine.js"
+import { jsonLinesLogger, logLine, writeToStdout, type LogFields, type LogLevelName } from "../serving/LogLine.js"
 
-export type { Fields }
+export type { LogFields }
 
 /**
  * One log line: the fields after time, level and message; undefined fields are left out.
  * `time` defaults to the moment of writing, which the access log uses; Effect logs pass the
  * date their logger is given, the fiber's Clock.
  */
-export const writeLogLine = (level: LogLevelName, message: string, fields: Fields = {}, time: Date = new Date()): void =>
+export const writeLogLine = (level: LogLevelName, message: string, fields: LogFields = {}, time: Date = new Date()): void =>
   writeToStdout(logLine(time, level, message, fields))
 
 const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {

@@ -4,7 +4,7 @@
 import { Effect } from "effect"
 import type { MetricsService, ResolveOutcomeLabel } from "./Metrics.js"
 
-type Refused =
+type RefusalTag =
   | "UnknownNamespace"
   | "RegistryColdStart"
   | "NoLiveBackends"
@@ -14,7 +14,7 @@ type Refused =
   | "PlacementHeldByAnotherHostname"
   | "HostnameBindingDisplaced"
 
-const REFUSED: Record<Refused, ResolveOutcomeLabel> = {
+const REFUSED: Record<RefusalTag, ResolveOutcomeLabel> = {
   UnknownNamespace: "unknown_namespace",
   RegistryColdStart: "cold_start",
   NoLiveBackends: "no_live_backends",
@@ -32,7 +32,7 @@ interface ResolveFacts {
 }
 
 /** `resolve`, timed and counted; itself when metrics are off, so the hot path pays nothing. */
-export const meteredResolve = <Request extends ResolveFacts, Placement extends { readonly isNew: boolean }, Refusal extends { readonly _tag: Refused }>(
+export const meteredResolve = <Request extends ResolveFacts, Placement extends { readonly isNew: boolean }, Refusal extends { readonly _tag: RefusalTag }>(
   resolve: (request: Request) => Effect.Effect<Placement, Refusal>,
   metrics: MetricsService
 ): ((request: Request) => Effect.Effect<Placement, Refusal>) => {

@@ -26,7 +26,7 @@ import type {
 } from "./Domain.js"
 import type { RegistryUnavailable } from "../Errors.js"
 
-type Op<A> = Effect.Effect<A, RegistryUnavailable>
+type BucketOp<A> = Effect.Effect<A, RegistryUnavailable>
 
 /** An all-bucket operation's outcome: the answers of the buckets reached, and the rest. */
 export interface FanOut<A> {
@@ -49,21 +49,21 @@ export interface RegistryBackend {
   readonly nack: (now: number, worker: string) => Every<void>
   readonly sweep: (now: number) => Every<void>
   // one bucket, one atomic operation
-  readonly resolve: (bucket: number, now: number, query: ResolveQuery) => Op<ResolveOutcome>
-  readonly release: (bucket: number, now: number, key: PlacementKey, epoch: string) => Op<CasOutcome>
-  readonly tag: (bucket: number, now: number, key: PlacementKey, epoch: string, tag: string) => Op<CasOutcome>
-  readonly beginWindDown: (bucket: number, now: number, key: PlacementKey, epoch: string) => Op<WindDownOutcome>
+  readonly resolve: (bucket: number, now: number, query: ResolveQuery) => BucketOp<ResolveOutcome>
+  readonly release: (bucket: number, now: number, key: PlacementKey, epoch: string) => BucketOp<CasOutcome>
+  readonly tag: (bucket: number, now: number, key: PlacementKey, epoch: string, tag: string) => BucketOp<CasOutcome>
+  readonly beginWindDown: (bucket: number, now: number, key: PlacementKey, epoch: string) => BucketOp<WindDownOutcome>
   // reads
-  readonly placement: (bucket: number, now: number, key: PlacementKey) => Op<PlacementView | undefined>
+  readonly placement: (bucket: number, now: number, key: PlacementKey) => BucketOp<PlacementView | undefined>
   /**
    * Every bucket holds the whole membership: read from the first bucket that answers, at most
    * `limit` workers after the worker id `after` ("" from the first), in worker id order.
    */
-  readonly workers: (now: number, after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
+  readonly workers: (now: number, after: string, limit: number) => BucketOp<ReadonlyArray<WorkerView>>
   /** Every bucket: how many placement rows name each of `workers` there (for the fleet page). */
   readonly placementsHeld: (now: number, workers: ReadonlyArray<string>) => Every<ReadonlyArray<number>>
   /** The registry's own time in ms (Redis `TIME`, to the µs): what RegistryClock.ts samples. */
-  readonly time: Op<number>
+  readonly time: BucketOp<number>
 }
 
 /** The backend the registry runs on: Redis when a URL or Cluster seeds are given; else the embedded one. */

@@ -69,7 +69,7 @@ export interface HeartbeatInput {
   readonly degraded: boolean
 }
 
-export interface HeartbeatAnswer {
+export interface HeartbeatAccepted {
   readonly leaseExpiresAt: number
   readonly windDown: ReadonlyArray<WindDownEntry>
   /** Buckets whose shard this call did not reach: the lease was not renewed for their ids. */
@@ -106,29 +106,29 @@ export interface Placement {
 export type RegistryDown = RegistryUnavailable | ClockOffsetTooLarge
 
 /** Every operation needs the registry's time (RegistryClock.ts). */
-type Op<A, E = never> = Effect.Effect<A, E | RegistryDown>
+type RegistryOp<A, E = never> = Effect.Effect<A, E | RegistryDown>
 
 export interface RegistryService {
   readonly leaseMs: number
-  readonly register: (input: RegisterInput) => Op<RegisterAnswer, BindingHeldByAnotherEnv>
-  readonly heartbeat: (worker: string, input: HeartbeatInput) => Op<HeartbeatAnswer, LeaseLost>
-  readonly deregister: (worker: string, incarnation: string) => Op<void>
-  readonly resolve: (request: ResolveRequest) => Op<Placement, ResolveRefusal>
-  readonly release: (key: PlacementKey, epoch: string) => Op<CasOutcome>
-  readonly tag: (key: PlacementKey, epoch: string, tag: string) => Op<CasOutcome>
-  readonly nack: (worker: string) => Op<void>
-  readonly beginWindDown: (key: PlacementKey, epoch: string) => Op<WindDownOutcome>
-  readonly placement: (key: PlacementKey) => Op<PlacementView, NotPlaced>
+  readonly register: (input: RegisterInput) => RegistryOp<RegisterAnswer, BindingHeldByAnotherEnv>
+  readonly heartbeat: (worker: string, input: HeartbeatInput) => RegistryOp<HeartbeatAccepted, LeaseLost>
+  readonly deregister: (worker: string, incarnation: string) => RegistryOp<void>
+  readonly resolve: (request: ResolveRequest) => RegistryOp<Placement, ResolveRefusal>
+  readonly release: (key: PlacementKey, epoch: string) => RegistryOp<CasOutcome>
+  readonly tag: (key: PlacementKey, epoch: string, tag: string) => RegistryOp<CasOutcome>
+  readonly nack: (worker: string) => RegistryOp<void>
+  readonly beginWindDown: (key: PlacementKey, epoch: string) => RegistryOp<WindDownOutcome>
+  readonly placement: (key: PlacementKey) => RegistryOp<PlacementView, NotPlaced>
   /** Every worker, read page by page. */
-  readonly workers: Op<ReadonlyArray<WorkerView>>
+  readonly workers: RegistryOp<ReadonlyArray<WorkerView>>
   /** At most `limit` workers after the worker id `after` ("" from the first), in worker id order. */
-  readonly workersPage: (after: string, limit: number) => Op<ReadonlyArray<WorkerView>>
+  readonly workersPage: (after: string, limit: number) => RegistryOp<ReadonlyArray<WorkerView>>
   /** How many placements each of `workers` holds, over every bucket reached (the fleet page). */
-  readonly placementsHeld: (workers: ReadonlyArray<string>) => Op<PlacementsHeld>
+  readonly placementsHeld: (workers: ReadonlyArray<string>) => RegistryOp<PlacementsHeld>
   /** Ends placements and forgets workers that are gone (docs/protocol.md). */
-  readonly sweep: Op<void>
+  readonly sweep: RegistryOp<void>
   /** The registry's time as this process reads it (RegistryClock.ts). */
-  readonly now: Op<number>
+  readonly now: RegistryOp<number>
   /** One call that only checks the registry answers, for `/readyz`. */
   readonly ping: Effect.Effect<void, RegistryUnavailable>
   /** What the registry's clock tells this process now, for `/readyz`. */

@@ -13,9 +13,9 @@ export interface LogLine {
   readonly [field: string]: unknown
 }
 
-export type Fields = Readonly<Record<string, unknown>>
+export type LogFields = Readonly<Record<string, unknown>>
 
-export const logLine = (time: Date, level: LogLevelName, message: string, fields: Fields = {}): LogLine => ({
+export const logLine = (time: Date, level: LogLevelName, message: string, fields: LogFields = {}): LogLine => ({
   time: time.toISOString(),
   level,
   message,

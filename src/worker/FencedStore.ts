@@ -39,8 +39,8 @@ return {"ok"}
 `
 
 const COMMAND = "pinboardFencedWrite"
-type Op = "write" | "delete" | "claim"
-type FencedCommand = (key: string, epoch: string, op: Op, value: string | Buffer) => Promise<[Buffer, (Buffer | null)?]>
+type StoreOp = "write" | "delete" | "claim"
+type FencedCommand = (key: string, epoch: string, op: StoreOp, value: string | Buffer) => Promise<[Buffer, (Buffer | null)?]>
 
 /**
  * What the store uses of an ioredis 5 client, `Redis` or `Cluster`. Typed by shape, not as
@@ -104,7 +104,7 @@ export class FencedStore {
   }
 
   /** Runs the script; a claim's value comes back. */
-  private async run(key: string, epoch: string, op: Op, value?: string | Buffer): Promise<Buffer | null | undefined> {
+  private async run(key: string, epoch: string, op: StoreOp, value?: string | Buffer): Promise<Buffer | null | undefined> {
     const [outcome, answer] = await this.fenced(this.redisKey(key), epoch, op, value ?? "")
     if (outcome.toString() === "stale") throw new StaleEpochError(key, epoch, answer!.toString())
     return answer
