@@ -2,18 +2,19 @@
 // graceful shutdown (docs/proxy.md).
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import { Cause, Context, Effect, Layer, Option, Runtime } from "effect"
+import { Context, Effect, Layer, Runtime } from "effect"
 import { pathOf } from "../Address.js"
-import { AppConfig } from "../AppConfig.js"
-import { type CatalogueError, ConnectNotImplemented, internalError, MethodNotAllowed, type Reply } from "../Errors.js"
-import { InstancePipeline, type InstanceOutcome } from "../pipeline/Pipeline.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
-import { exchangeObserver, NO_FACTS, NO_SPAN, type ExchangeFacts, type OwnAnswer } from "../observe/Exchange.js"
+import { AppConfig } from "../AppConfig.js"
+import { ConnectNotImplemented, MethodNotAllowed, type Reply } from "../Errors.js"
+import { InstancePipeline } from "../pipeline/Pipeline.js"
+import { exchangeObserver, NO_SPAN } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { Tracing } from "../observe/Tracing.js"
 import { InflightCap } from "../pipeline/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
+import { answerOutcome, ClosedStatus, type Outcome, refusedOutcome, respond } from "./Answer.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
@@ -36,102 +37,6 @@ const routeOf = (url: string): DataPlaneRoute => {
 
 const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
   isReadMethod(req.method) ? answer : new MethodNotAllowed()
-
-/** Why, where the error says (a 502's cause: `connect refused`, `header overflow`...). */
-const reasonOf = (error: CatalogueError): string | undefined => ("reason" in error ? error.reason : undefined)
-
-/** A 502's why, at debug level in the error log (the access log has it too, as `reason`). */
-const logBadGateway = (error: CatalogueError, facts: ExchangeFacts) =>
-  Effect.logDebug("bad gateway").pipe(
-    Effect.annotateLogs({
-      error: error._tag,
-      reason: reasonOf(error),
-      namespace: facts.namespace,
-      id: facts.id,
-      worker: facts.worker,
-      epoch: facts.epoch,
-      cause: error.cause === undefined ? undefined : String(error.cause)
-    })
-  )
-
-/**
- * Answers a failure: a catalogue error with its reply; anything else is a defect, logged and
- * answered `500 internal error`; an interruption, not at all. Gives what was answered.
- */
-const answerFailure = <E extends CatalogueError>(
-  cause: Cause.Cause<E>,
-  write: (reply: Reply) => void,
-  facts: ExchangeFacts
-): Effect.Effect<OwnAnswer | undefined> => {
-  const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    const reply = error.reply
-    const written = Effect.sync(() => {
-      write(reply)
-      return { error: error._tag, status: reply.status, reason: reasonOf(error) }
-    })
-    return reply.status === 502 ? Effect.zipRight(logBadGateway(error, facts), written) : written
-  }
-  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(undefined)
-  return Effect.zipRight(
-    Effect.logError("unhandled error", cause),
-    Effect.sync(() => {
-      write(internalError)
-      return { error: "InternalError", status: internalError.status, reason: undefined }
-    })
-  )
-}
-
-/** One catch, so that a request that succeeds pays for one frame and one closure. */
-const answering = <E extends CatalogueError, R>(handler: Effect.Effect<unknown, E, R>, write: (reply: Reply) => void): Effect.Effect<void, never, R> =>
-  Effect.catchAllCause(handler, (cause) => Effect.asVoid(answerFailure(cause, write, NO_FACTS)))
-
-/** A handler's failure answered with its catalogue reply (or 500). */
-export const respond = <E extends CatalogueError, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<unknown, E, R>) =>
-  answering(handler, (reply) => writeReply(req, res, reply))
-
-/** Upgrades answer failures with a bare status line (docs/proxy.md "WebSockets"). */
-export const respondBare = <E extends CatalogueError, R>(socket: Duplex, handler: Effect.Effect<unknown, E, R>) =>
-  answering(handler, (reply) => writeBareStatus(socket, reply))
-
-/** An instance request's outcome answered: what Pinboard wrote itself, if it did. */
-const answerOutcome = (outcome: InstanceOutcome | RefusedBeforePipeline, write: (reply: Reply) => void): Effect.Effect<OwnAnswer | undefined> =>
-  outcome.failure === undefined ? NOT_ANSWERED : answerFailure<CatalogueError>(outcome.failure, write, outcome)
-
-const NOT_ANSWERED = Effect.succeed(undefined)
-
-/** An instance request's outcome answered, unobserved (the pipeline harness's server). */
-export const respondToOutcome = (req: IncomingMessage, res: ServerResponse, outcome: Effect.Effect<InstanceOutcome>) =>
-  Effect.flatMap(outcome, (done) => answerOutcome(done, (reply) => writeReply(req, res, reply)))
-
-/** A request RFC 9112 rules out (http/Message.ts), refused before the pipeline: nothing learned. */
-interface RefusedBeforePipeline extends ExchangeFacts {
-  readonly failure: Cause.Cause<MessageError>
-}
-
-const refusedOutcome = (error: MessageError): Effect.Effect<RefusedBeforePipeline> => Effect.succeed({ ...NO_FACTS, failure: Cause.fail(error) })
-
-/**
- * The status the client was sent, taken when the response closes: a reply written after the
- * client left never reached it (499). `then` runs once both the close and the answer are in.
- */
-class ClosedStatus {
-  private status: number | undefined = undefined
-  private waiting: ((status: number) => void) | undefined = undefined
-
-  constructor(res: ServerResponse) {
-    res.once("close", () => {
-      this.status = res.headersSent ? res.statusCode : CLIENT_CLOSED
-      this.waiting?.(this.status)
-    })
-  }
-
-  then(observe: (status: number) => void): void {
-    if (this.status === undefined) this.waiting = observe
-    else observe(this.status)
-  }
-}
 
 export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
@@ -159,7 +64,7 @@ const serve = Effect.gen(function* () {
     tracing.request(req, (span) => {
       const startedAt = performance.now()
       const write = (reply: Reply) => writeReply(req, res, reply)
-      const outcome: Effect.Effect<InstanceOutcome | RefusedBeforePipeline> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
+      const outcome: Effect.Effect<Outcome> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
       if (observer.idle && span === NO_SPAN) return Effect.flatMap(outcome, (done) => answerOutcome(done, write))
       const closed = new ClosedStatus(res)
       return Effect.flatMap(outcome, (done) =>
@@ -175,7 +80,7 @@ const serve = Effect.gen(function* () {
       const startedAt = performance.now()
       const write = (reply: Reply) => writeBareStatus(socket, reply)
       const refused = messageError(req)
-      const outcome: Effect.Effect<InstanceOutcome | RefusedBeforePipeline> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
+      const outcome: Effect.Effect<Outcome> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
       return Effect.flatMap(outcome, (done) =>
         Effect.map(answerOutcome(done, write), (answer) =>
           observer.finished(req, done, answer, done.upgradeStatus ?? answer?.status ?? CLIENT_CLOSED, startedAt, span)

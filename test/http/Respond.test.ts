@@ -5,7 +5,9 @@ import type { AddressInfo } from "node:net"
 import { Effect, Logger, LogLevel } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { RegistryColdStart, UnknownNamespace } from "../../src/Errors.js"
-import { respond, respondBare } from "../../src/http/Server.js"
+import { answerFailure, respond } from "../../src/http/Answer.js"
+import { writeBareStatus } from "../../src/http/BareStatus.js"
+import { NO_FACTS } from "../../src/observe/Exchange.js"
 import { rawExchange } from "../support/Wire.js"
 
 let server: http.Server | undefined
@@ -17,7 +19,8 @@ afterEach(() => {
 const serve = async (handler: Effect.Effect<void, UnknownNamespace | RegistryColdStart>): Promise<number> => {
   const quiet = <A, E>(effect: Effect.Effect<A, E>) => Effect.runFork(Logger.withMinimumLogLevel(effect, LogLevel.None))
   server = http.createServer((req, res) => quiet(respond(req, res, handler)))
-  server.on("upgrade", (_req, socket) => quiet(respondBare(socket, handler)))
+  // As the server answers an upgrade's failure: a bare status line (docs/proxy.md "WebSockets").
+  server.on("upgrade", (_req, socket) => quiet(Effect.catchAllCause(handler, (cause) => answerFailure(cause, (reply) => writeBareStatus(socket, reply), NO_FACTS))))
   await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
   return (server.address() as AddressInfo).port
 }
