@@ -4,7 +4,7 @@
 // The first six admit the request; Deliver.ts runs the last three with their retries, over
 // HTTP (Forward.ts) or a WebSocket tunnel (Tunnel.ts). The pipeline is made once per
 // process from its services, so that a request pays for none of that. It never fails: its
-// outcome is the facts it learned and, when it did not deliver, why (http/Server.ts answers).
+// outcome is the facts it learned and, when it did not deliver, why (http/Answer.ts answers it).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { type Cause, Context, Effect, Layer } from "effect"
