@@ -3,9 +3,9 @@
 // it directly; the Lua scripts implement the same operations on Redis.
 import {
   memberKey,
-  nackDegraded,
-  nacksInWindow,
+  nackWindowOpen,
   rowKey,
+  workerViewOf,
   type BucketHeartbeat,
   type CasOutcome,
   type PlacementKey,
@@ -174,7 +174,7 @@ export const deregister = (state: BucketState, worker: string, incarnation: stri
 export const nack = (state: BucketState, now: number, worker: string, policy: RegistryPolicy): void => {
   const record = state.workers.get(worker)
   if (record === undefined) return
-  const windowOpen = now < record.nackWindowStart + policy.nackWindowMs
+  const windowOpen = nackWindowOpen(record, now, policy)
   state.workers.set(worker, {
     ...record,
     nackWindowStart: windowOpen ? record.nackWindowStart : now,
@@ -313,16 +313,7 @@ export const placement = (state: BucketState, now: number, key: PlacementKey): P
 export const workers = (state: BucketState, now: number, policy: RegistryPolicy): ReadonlyArray<WorkerView> =>
   [...state.workers.values()]
     .sort((a, b) => (a.worker < b.worker ? -1 : 1))
-    .map((record) => ({
-      worker: record.worker,
-      advertiseUrl: record.advertiseUrl,
-      namespaces: record.namespaces,
-      headroom: record.headroom,
-      leaseExpiresAt: record.leaseExpiresAt,
-      draining: record.draining,
-      degraded: record.degraded || nackDegraded(record, now, policy),
-      nacks: nacksInWindow(record, now, policy)
-    }))
+    .map((record) => workerViewOf(record, now, policy))
 
 /** How many placement rows name each worker (its current incarnation's; ended ones until swept). */
 export const placementsHeld = (state: BucketState, workers: ReadonlyArray<string>): ReadonlyArray<number> =>
