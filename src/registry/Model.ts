@@ -1,6 +1,7 @@
-// The reference semantics of one bucket (docs/protocol.md to 5): deterministic, no I/O, no clock,
-// no randomness; `now` and the random numbers are arguments. The embedded registry runs
-// it directly; the Lua scripts implement the same operations on Redis.
+// The reference semantics of one bucket (docs/protocol.md "Resolution", docs/registry-api.md
+// "Lease lifecycle" to "Ended rows and the sweep"): deterministic, no I/O, no clock, no
+// randomness; `now` and the random numbers are arguments. The embedded registry runs it
+// directly; the Lua scripts implement the same operations on Redis.
 import {
   memberKey,
   nackWindowOpen,
@@ -269,7 +270,7 @@ export const resolve = (
   return { _tag: "Placed", worker: chosen, advertiseUrl: owner.advertiseUrl, epoch: row.epoch, isNew: true }
 }
 
-/** Compare-and-delete at the given epoch (docs/proxy.md "Addressing"). */
+/** Compare-and-delete at the given epoch (docs/registry-api.md "Release: POST /registry/release"). */
 export const release = (state: BucketState, now: number, key: PlacementKey, epoch: string): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))
@@ -278,7 +279,7 @@ export const release = (state: BucketState, now: number, key: PlacementKey, epoc
   return { _tag: "Done" }
 }
 
-/** Compare-and-set of the owner tag at the given epoch. */
+/** Compare-and-set of the owner tag at the given epoch (docs/registry-api.md "Tag: POST /registry/tag"). */
 export const tag = (state: BucketState, now: number, key: PlacementKey, epoch: string, value: string): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))
