@@ -112,7 +112,8 @@ export const makeRedisBackend = (
   // The resolve batch's arguments before its queries, made once per bucket: keys, then RedisWire's.
   const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)])
   const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<unknown>> =>
-    invoke("resolve", resolveHeads[bucket]!.concat(queries)).then((replies) => (Array.isArray(replies) ? replies : []))
+    // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
+    invoke("resolve", resolveHeads[bucket]!.concat(queries)) as Promise<ReadonlyArray<unknown>>
   const resolveBatched = makeBatcher(buckets, sendResolves, (cause) => new RegistryUnavailable({ cause }))
   const views = makeViews(buckets, (bucket, now, args) => call("view", bucket, now, args), minLeaseLeft)
   // A view page that decodes as unexpected is a defect, not the registry being unavailable.
