@@ -1,9 +1,9 @@
 // The registry on Redis (docs/protocol.md): one Lua script per operation, every script on one
-// bucket. This file holds the transport and the protocol; what each script is sent and answers
-// is RedisWire.ts's. ioredis loads each script once per connection and then calls it by sha
-// (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out goes as one pipeline per shard (one in
-// all on a single server) and reports bucket by bucket, so a dead shard fails only its own
-// buckets.
+// bucket. This file holds the transport and the protocol; what each script is sent and
+// answers is encoded and decoded in RedisWire.ts. ioredis loads each script once per
+// connection and then calls it by sha (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out
+// goes as one pipeline per shard (one in all on a single server) and reports bucket by
+// bucket, so a dead shard fails only its own buckets.
 import keySlot from "cluster-key-slot"
 import { Effect, Layer } from "effect"
 import { Cluster } from "ioredis"

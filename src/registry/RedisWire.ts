@@ -1,7 +1,9 @@
-// The registry's wire to Redis: what each Lua script (scripts/*.lua, their headers give the
-// formats) is sent and what it answers, encoded and decoded here and nowhere else. Numbers cross
-// as decimal strings; a resolve query and a view payload are fields joined by "\n" (no field
-// holds one). A reply this module does not know is an UnexpectedReply: a defect, never an answer.
+// The registry's wire to Redis (docs/protocol.md "Keys of one bucket"): what each Lua script
+// is sent and what it answers, encoded and decoded here and nowhere else; the formats are
+// written at the head of each script (scripts/*.lua). Numbers cross as decimal strings; a
+// resolve query and a view payload are fields joined by "\n" (no field holds one). A reply
+// the protocol does not allow is an UnexpectedReply: a defect (500 internal error), never an
+// answer. One section per script or group of scripts.
 import { Data, Effect } from "effect"
 import type {
   BucketHeartbeat,
@@ -91,17 +93,6 @@ export const resolvePolicyArgs = (policy: RegistryPolicy, minLeaseLeftMs: number
 export const encodeResolveQuery = (now: number, q: ResolveQuery, mode: ResolveMode, proposal: string, gen: string, seq: string): string =>
   `${now}\n${q.env}\n${q.namespace}\n${q.id}\n${q.hostname}\n${q.takeover ?? ""}\n${mode}\n${proposal}\n${gen}\n${seq}`
 
-/** What a "choose" or "stale" reply carries after its kind (resolve.lua viewPayload). */
-export interface ViewPayload {
-  readonly gen: string
-  readonly seq: string
-  /** "done": the records changed since the view's seq; "more": too many, read the log; "full": read the bucket afresh. */
-  readonly state: "done" | "more" | "full"
-  /** The workers short of lease at the query's now; undefined: more than a reply carries, read them page by page. */
-  readonly short: ReadonlyArray<string> | undefined
-  readonly updates: ReadonlyArray<RecordUpdate>
-}
-
 /** "again": the same id's placement began earlier in this batch; ask once it is done. */
 export interface AskAgain {
   readonly _tag: "AskAgain"
@@ -120,52 +111,6 @@ export interface ProposalRefused {
 export type AskReply = ResolveOutcome | AskAgain | ProposalWanted
 export type ProposalReply = ResolveOutcome | ProposalRefused
 export type LastProposalReply = ResolveOutcome
-
-/** Record lines per worker in a view payload or page: worker, present, memberKeys, headroom, draining, degraded, nackStart, nackCount, ns. */
-const RECORD_LINES = 9
-
-const recordAt = (script: ScriptName, reply: unknown, lines: ReadonlyArray<string>, at: number): RecordUpdate => {
-  const worker = lines[at]!
-  if (lines[at + 1] !== "1") return lines[at + 1] === "0" ? { worker, record: undefined } : unexpected(script, reply)
-  return {
-    worker,
-    record: {
-      worker,
-      // One key per registration: a namespace registered for two hostnames is named twice.
-      memberKeys: lines[at + 2] === "" ? [] : [...new Set(lines[at + 2]!.split(" "))],
-      headroom: numberIn(script, reply, lines[at + 3]),
-      draining: lines[at + 4] === "1",
-      degraded: lines[at + 5] === "1",
-      nackWindowStart: numberIn(script, reply, lines[at + 6]),
-      nackCount: numberIn(script, reply, lines[at + 7]),
-      namespaces: namespacesIn(script, reply, lines[at + 8]!)
-    }
-  }
-}
-
-const recordsAt = (script: ScriptName, reply: unknown, lines: ReadonlyArray<string>, from: number, count: number): Array<RecordUpdate> => {
-  if (!Number.isInteger(count) || count < 0 || from + count * RECORD_LINES > lines.length) return unexpected(script, reply)
-  return Array.from({ length: count }, (_, i) => recordAt(script, reply, lines, from + i * RECORD_LINES))
-}
-
-const viewStates: ReadonlySet<string> = new Set(["done", "more", "full"])
-
-/** The payload lines after a reply's kind: gen, seq, state, short count, short..., record count, records. */
-const payloadOf = (reply: string, lines: ReadonlyArray<string>): ViewPayload => {
-  const state = lines[3]
-  const shortCount = numberIn("resolve", reply, lines[4])
-  if (state === undefined || !viewStates.has(state) || !Number.isInteger(shortCount) || shortCount < -1) return unexpected("resolve", reply)
-  const recordsFrom = 5 + Math.max(shortCount, 0)
-  const recordCount = numberIn("resolve", reply, lines[recordsFrom])
-  if (recordsFrom + 1 + recordCount * RECORD_LINES !== lines.length) return unexpected("resolve", reply)
-  return {
-    gen: lines[1]!,
-    seq: lines[2]!,
-    state: state as ViewPayload["state"],
-    short: shortCount < 0 ? undefined : lines.slice(5, 5 + shortCount),
-    updates: recordsAt("resolve", reply, lines, recordsFrom + 1, recordCount)
-  }
-}
 
 /** "cold", "takeover", "displaced": the kind, then the time left in ms. */
 const retryAfterIn = (reply: string, fields: ReadonlyArray<string>): number =>
@@ -221,6 +166,120 @@ export const decodeLastProposalReply = (reply: unknown): LastProposalReply => {
   const decoded = decodeProposalReply(reply)
   return decoded._tag === "ProposalRefused" ? unexpected("resolve", reply) : decoded
 }
+
+// The membership view's records, and the payload of "choose" and "stale" (viewPayload) ------
+
+/** What a "choose" or "stale" reply carries after its kind (resolve.lua viewPayload). */
+export interface ViewPayload {
+  readonly gen: string
+  readonly seq: string
+  /** "done": the records changed since the view's seq; "more": too many, read the log; "full": read the bucket afresh. */
+  readonly state: "done" | "more" | "full"
+  /** The workers short of lease at the query's now; undefined: more than a reply carries, read them page by page. */
+  readonly short: ReadonlyArray<string> | undefined
+  readonly updates: ReadonlyArray<RecordUpdate>
+}
+
+/** Record lines per worker in a view payload or page: worker, present, memberKeys, headroom, draining, degraded, nackStart, nackCount, ns. */
+const RECORD_LINES = 9
+
+const recordAt = (script: ScriptName, reply: unknown, lines: ReadonlyArray<string>, at: number): RecordUpdate => {
+  const worker = lines[at]!
+  if (lines[at + 1] !== "1") return lines[at + 1] === "0" ? { worker, record: undefined } : unexpected(script, reply)
+  return {
+    worker,
+    record: {
+      worker,
+      // One key per registration: a namespace registered for two hostnames is named twice.
+      memberKeys: lines[at + 2] === "" ? [] : [...new Set(lines[at + 2]!.split(" "))],
+      headroom: numberIn(script, reply, lines[at + 3]),
+      draining: lines[at + 4] === "1",
+      degraded: lines[at + 5] === "1",
+      nackWindowStart: numberIn(script, reply, lines[at + 6]),
+      nackCount: numberIn(script, reply, lines[at + 7]),
+      namespaces: namespacesIn(script, reply, lines[at + 8]!)
+    }
+  }
+}
+
+const recordsAt = (script: ScriptName, reply: unknown, lines: ReadonlyArray<string>, from: number, count: number): Array<RecordUpdate> => {
+  if (!Number.isInteger(count) || count < 0 || from + count * RECORD_LINES > lines.length) return unexpected(script, reply)
+  return Array.from({ length: count }, (_, i) => recordAt(script, reply, lines, from + i * RECORD_LINES))
+}
+
+const viewStates: ReadonlySet<string> = new Set(["done", "more", "full"])
+
+/** The payload lines after a reply's kind: gen, seq, state, short count, short..., record count, records. */
+const payloadOf = (reply: string, lines: ReadonlyArray<string>): ViewPayload => {
+  const state = lines[3]
+  const shortCount = numberIn("resolve", reply, lines[4])
+  if (state === undefined || !viewStates.has(state) || !Number.isInteger(shortCount) || shortCount < -1) return unexpected("resolve", reply)
+  const recordsFrom = 5 + Math.max(shortCount, 0)
+  const recordCount = numberIn("resolve", reply, lines[recordsFrom])
+  if (recordsFrom + 1 + recordCount * RECORD_LINES !== lines.length) return unexpected("resolve", reply)
+  return {
+    gen: lines[1]!,
+    seq: lines[2]!,
+    state: state as ViewPayload["state"],
+    short: shortCount < 0 ? undefined : lines.slice(5, 5 + shortCount),
+    updates: recordsAt("resolve", reply, lines, recordsFrom + 1, recordCount)
+  }
+}
+
+// view.lua: a membership view's pages ------------------------------------------------------
+
+export type ViewPageKind = "log" | "members" | "short"
+
+/** One page of view.lua: its kind, where it starts (a sequence number, a worker id, an offset), its length. */
+export const viewPageArgs = (kind: ViewPageKind, from: string, limit: number, minLeaseLeftMs: number): ReadonlyArray<string> => [
+  kind,
+  from,
+  String(limit),
+  String(minLeaseLeftMs)
+]
+
+/** The header of every page: the bucket's generation, its log's end and the highest sequence number trimmed. */
+export interface ViewPageHeader {
+  readonly gen: string
+  readonly seq: string
+  readonly trim: string
+}
+
+const HEADER_LINES = 3
+
+const headerOf = (reply: unknown): ReadonlyArray<string> => {
+  if (!isList(reply) || reply.length < HEADER_LINES || !reply.every((line) => typeof line === "string")) return unexpected("view", reply)
+  return reply as ReadonlyArray<string>
+}
+
+export interface LogPage extends ViewPageHeader {
+  /** The records changed after the page's start, in log order. */
+  readonly updates: ReadonlyArray<RecordUpdate>
+  /** The sequence number of the last record read; undefined when none. */
+  readonly last: string | undefined
+}
+
+/** {gen, seq, trim, records..., "|", one sequence number per record}. */
+export const decodeLogPage = (reply: unknown): LogPage => {
+  const lines = headerOf(reply)
+  const bar = lines.indexOf("|", HEADER_LINES)
+  const count = (bar - HEADER_LINES) / RECORD_LINES
+  if (bar < 0 || lines.length - bar - 1 !== count) return unexpected("view", reply)
+  return { gen: lines[0]!, seq: lines[1]!, trim: lines[2]!, updates: recordsAt("view", reply, lines, HEADER_LINES, count), last: count > 0 ? lines[bar + count] : undefined }
+}
+
+export interface MembersPage extends ViewPageHeader {
+  /** The records of the workers after the page's start, in worker id order. */
+  readonly updates: ReadonlyArray<RecordUpdate>
+}
+
+export const decodeMembersPage = (reply: unknown): MembersPage => {
+  const lines = headerOf(reply)
+  return { gen: lines[0]!, seq: lines[1]!, trim: lines[2]!, updates: recordsAt("view", reply, lines, HEADER_LINES, (lines.length - HEADER_LINES) / RECORD_LINES) }
+}
+
+/** The workers short of lease at now, from the page's offset. */
+export const decodeShortPage = (reply: unknown): ReadonlyArray<string> => headerOf(reply).slice(HEADER_LINES)
 
 // fleet.lua: one entry per membership write, one reply per entry --------------------------
 
@@ -282,12 +341,40 @@ export const decodeHeartbeatReply = (reply: unknown): BucketHeartbeat => {
   return { _tag: "Renewed", windDown }
 }
 
-// sweep.lua -------------------------------------------------------------------------------
+// workers.lua, held.lua: reads for the API and the fleet page -----------------------------
 
-export const sweepArgs = (leaseMs: number): ReadonlyArray<string> => [String(leaseMs)]
+export const workersArgs = (after: string, limit: number): ReadonlyArray<string> => [after, String(limit)]
 
-/** Whether the bucket's sweep has more to do than one slice. */
-export const decodeSweepReply = (reply: unknown): boolean => (reply === "more" ? true : reply === "done" ? false : unexpected("sweep", reply))
+/** A worker record as workers.lua reads it: all but its incarnation. */
+export type WorkerRow = Omit<WorkerRecord, "incarnation">
+
+/** Fields per row of workers.lua: worker, url, ns, headroom, lease, draining, degraded, nackStart, nackCount. */
+const WORKER_FIELDS = 9
+
+export const decodeWorkersReply = (reply: unknown): ReadonlyArray<WorkerRow> => {
+  if (!isList(reply)) return unexpected("workers", reply)
+  return reply.map((row: unknown) => {
+    if (!isList(row) || row.length !== WORKER_FIELDS) return unexpected("workers", reply)
+    const [worker, url, namespaces, headroom, lease, draining, degraded, nackStart, nackCount] = row.map(text)
+    return {
+      worker: worker!,
+      advertiseUrl: url!,
+      namespaces: namespacesIn("workers", reply, namespaces!),
+      headroom: numberIn("workers", reply, headroom),
+      leaseExpiresAt: numberIn("workers", reply, lease),
+      draining: draining === "1",
+      degraded: degraded === "1",
+      nackWindowStart: numberIn("workers", reply, nackStart),
+      nackCount: numberIn("workers", reply, nackCount)
+    }
+  })
+}
+
+/** How many rows of the bucket name each worker asked for, in their order. */
+export const decodeHeldReply =
+  (workers: number) =>
+  (reply: unknown): ReadonlyArray<number> =>
+    isList(reply) && reply.length === workers && reply.every((count) => typeof count === "number") ? (reply as ReadonlyArray<number>) : unexpected("held", reply)
 
 // release.lua, tag.lua, winddown.lua, placement.lua: one row ------------------------------
 
@@ -342,95 +429,12 @@ export const decodePlacementReply =
     }
   }
 
-// workers.lua, held.lua: reads for the API and the fleet page -----------------------------
+// sweep.lua -------------------------------------------------------------------------------
 
-export const workersArgs = (after: string, limit: number): ReadonlyArray<string> => [after, String(limit)]
+export const sweepArgs = (leaseMs: number): ReadonlyArray<string> => [String(leaseMs)]
 
-/** A worker record as workers.lua reads it: all but its incarnation. */
-export type WorkerRow = Omit<WorkerRecord, "incarnation">
-
-/** Fields per row of workers.lua: worker, url, ns, headroom, lease, draining, degraded, nackStart, nackCount. */
-const WORKER_FIELDS = 9
-
-export const decodeWorkersReply = (reply: unknown): ReadonlyArray<WorkerRow> => {
-  if (!isList(reply)) return unexpected("workers", reply)
-  return reply.map((row: unknown) => {
-    if (!isList(row) || row.length !== WORKER_FIELDS) return unexpected("workers", reply)
-    const [worker, url, namespaces, headroom, lease, draining, degraded, nackStart, nackCount] = row.map(text)
-    return {
-      worker: worker!,
-      advertiseUrl: url!,
-      namespaces: namespacesIn("workers", reply, namespaces!),
-      headroom: numberIn("workers", reply, headroom),
-      leaseExpiresAt: numberIn("workers", reply, lease),
-      draining: draining === "1",
-      degraded: degraded === "1",
-      nackWindowStart: numberIn("workers", reply, nackStart),
-      nackCount: numberIn("workers", reply, nackCount)
-    }
-  })
-}
-
-/** How many rows of the bucket name each worker asked for, in their order. */
-export const decodeHeldReply =
-  (workers: number) =>
-  (reply: unknown): ReadonlyArray<number> =>
-    isList(reply) && reply.length === workers && reply.every((count) => typeof count === "number") ? (reply as ReadonlyArray<number>) : unexpected("held", reply)
-
-// view.lua: a membership view's pages ------------------------------------------------------
-
-export type ViewPageKind = "log" | "members" | "short"
-
-/** One page of view.lua: its kind, where it starts (a sequence number, a worker id, an offset), its length. */
-export const viewPageArgs = (kind: ViewPageKind, from: string, limit: number, minLeaseLeftMs: number): ReadonlyArray<string> => [
-  kind,
-  from,
-  String(limit),
-  String(minLeaseLeftMs)
-]
-
-/** The header of every page: the bucket's generation, its log's end and the highest sequence number trimmed. */
-export interface ViewPageHeader {
-  readonly gen: string
-  readonly seq: string
-  readonly trim: string
-}
-
-const HEADER_LINES = 3
-
-const headerOf = (reply: unknown): ReadonlyArray<string> => {
-  if (!isList(reply) || reply.length < HEADER_LINES || !reply.every((line) => typeof line === "string")) return unexpected("view", reply)
-  return reply as ReadonlyArray<string>
-}
-
-export interface LogPage extends ViewPageHeader {
-  /** The records changed after the page's start, in log order. */
-  readonly updates: ReadonlyArray<RecordUpdate>
-  /** The sequence number of the last record read; undefined when none. */
-  readonly last: string | undefined
-}
-
-/** {gen, seq, trim, records..., "|", one sequence number per record}. */
-export const decodeLogPage = (reply: unknown): LogPage => {
-  const lines = headerOf(reply)
-  const bar = lines.indexOf("|", HEADER_LINES)
-  const count = (bar - HEADER_LINES) / RECORD_LINES
-  if (bar < 0 || lines.length - bar - 1 !== count) return unexpected("view", reply)
-  return { gen: lines[0]!, seq: lines[1]!, trim: lines[2]!, updates: recordsAt("view", reply, lines, HEADER_LINES, count), last: count > 0 ? lines[bar + count] : undefined }
-}
-
-export interface MembersPage extends ViewPageHeader {
-  /** The records of the workers after the page's start, in worker id order. */
-  readonly updates: ReadonlyArray<RecordUpdate>
-}
-
-export const decodeMembersPage = (reply: unknown): MembersPage => {
-  const lines = headerOf(reply)
-  return { gen: lines[0]!, seq: lines[1]!, trim: lines[2]!, updates: recordsAt("view", reply, lines, HEADER_LINES, (lines.length - HEADER_LINES) / RECORD_LINES) }
-}
-
-/** The workers short of lease at now, from the page's offset. */
-export const decodeShortPage = (reply: unknown): ReadonlyArray<string> => headerOf(reply).slice(HEADER_LINES)
+/** Whether the bucket's sweep has more to do than one slice. */
+export const decodeSweepReply = (reply: unknown): boolean => (reply === "more" ? true : reply === "done" ? false : unexpected("sweep", reply))
 
 // TIME -------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FastCheck as fc, Option } from "effect"
 import type { ResolveOutcome } from "../../src/registry/Domain.js"
 import type { RecordUpdate } from "../../src/registry/MembershipView.js"
+import type { ScriptName } from "../../src/registry/RedisConnection.js"
 import {
   decodeAskReply,
   decodeCasReply,
@@ -29,7 +30,6 @@ import {
   type ProposalReply,
   type ViewPayload
 } from "../../src/registry/RedisWire.js"
-import type { ScriptName } from "../../src/registry/RedisConnection.js"
 
 // --- resolve.lua's replies, written as the script writes them ---------------------------
 
