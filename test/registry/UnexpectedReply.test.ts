@@ -41,6 +41,9 @@ for i = 7, #ARGV do
 end
 return out`
 
+/** Wants a proposal from a view that must read the bucket afresh (view.lua "members"). */
+const WANTS_FULL_READ = `local out = {} for i = 7, #ARGV do out[#out + 1] = "choose\\n1\\n0\\nfull\\n0\\n0" end return out`
+
 /** A registry on `client` with a worker registered and kept alive past the cold start. */
 const warmRegistry = (client: Redis, prefix: string, draining = false) =>
   Effect.gen(function* () {
@@ -93,6 +96,16 @@ describe("an unexpected reply from Redis, through the registry", () => {
       const defect = yield* defectOf(yield* warmRegistry(client, "proposal"), "x")
       expect(defect.script).toBe("resolve")
       expect(defect.reply).toBe("maybe later")
+    })
+  )
+
+  it.scoped("a malformed view page read while placing is a defect naming view.lua, not RegistryUnavailable", () =>
+    Effect.gen(function* () {
+      const client = yield* Effect.acquireRelease(Effect.promise(() => forgingResolve(WANTS_FULL_READ)), (c) => Effect.sync(() => c.disconnect()))
+      client.defineCommand("pinboard_view", { numberOfKeys: 1, lua: `return { "page" }` })
+      const defect = yield* defectOf(yield* warmRegistry(client, "page"), "x")
+      expect(defect.script).toBe("view")
+      expect(defect.reply).toEqual(["page"])
     })
   )
 
