@@ -125,14 +125,30 @@ export interface WorkerView {
 export const memberKey = (env: string, namespace: string): string => `${env}|${namespace}`
 export const rowKey = (key: PlacementKey): string => `${key.env}|${key.namespace}|${key.id}`
 
-/** A worker's refusal window, as its record and a membership view hold it. */
+/** A worker's refusal window, as its record and a membership view hold it (docs/registry-api.md "Nack window"). */
 export type NackWindow = Pick<WorkerRecord, "nackWindowStart" | "nackCount">
+
+/** A fixed window, opened by the first refusal after the last one closed. */
+export const nackWindowOpen = (record: NackWindow, now: number, policy: RegistryPolicy): boolean =>
+  now < record.nackWindowStart + policy.nackWindowMs
+
+export const nacksInWindow = (record: NackWindow, now: number, policy: RegistryPolicy): number =>
+  nackWindowOpen(record, now, policy) ? record.nackCount : 0
 
 export const nackDegraded = (record: NackWindow, now: number, policy: RegistryPolicy): boolean =>
   nacksInWindow(record, now, policy) >= policy.nackThreshold
 
-export const nacksInWindow = (record: NackWindow, now: number, policy: RegistryPolicy): number =>
-  now < record.nackWindowStart + policy.nackWindowMs ? record.nackCount : 0
+/** A worker record as the API shows it at `now`: degraded when it says so or by its nack window. */
+export const workerViewOf = (record: Omit<WorkerRecord, "incarnation">, now: number, policy: RegistryPolicy): WorkerView => ({
+  worker: record.worker,
+  advertiseUrl: record.advertiseUrl,
+  namespaces: record.namespaces,
+  headroom: record.headroom,
+  leaseExpiresAt: record.leaseExpiresAt,
+  draining: record.draining,
+  degraded: record.degraded || nackDegraded(record, now, policy),
+  nacks: nacksInWindow(record, now, policy)
+})
 
 /** Lease a worker must have left to take a new placement (docs/protocol.md "Resolution"). */
 export const minLeaseLeftMs = (leaseMs: number): number => Math.min(5000, leaseMs / 3)

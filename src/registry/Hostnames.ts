@@ -66,9 +66,8 @@ export type HeldDecision =
 /**
  * A live placement reached through a hostname its owner is registered for is forwarded (during a
  * wind-down too, until the deadline: docs/proxy.md "Hostname-aware mode"); through another hostname of
- * the env, the env's takeover decides. (With one hostname per worker and namespace, as docs/registry-api.md
- * has it, the owner's hostname is the one the row was placed through; a worker registered for
- * several keeps its placements whichever of them a request comes through.)
+ * the env, the env's takeover decides. (A worker registered for several hostnames of the
+ * namespace keeps its placements whichever of them a request comes through.)
  */
 export const decideHeld = (
   row: { readonly windDownAt: number },

@@ -1,11 +1,12 @@
-// The reference semantics of one bucket (docs/protocol.md to 5): deterministic, no I/O, no clock,
-// no randomness; `now` and the random numbers are arguments. The embedded registry runs
-// it directly; the Lua scripts implement the same operations on Redis.
+// The reference semantics of one bucket (docs/protocol.md "Resolution", docs/registry-api.md
+// "Lease lifecycle" to "Ended rows and the sweep"): deterministic, no I/O, no clock, no
+// randomness; `now` and the random numbers are arguments. The embedded registry runs it
+// directly; the Lua scripts implement the same operations on Redis.
 import {
   memberKey,
-  nackDegraded,
-  nacksInWindow,
+  nackWindowOpen,
   rowKey,
+  workerViewOf,
   type BucketHeartbeat,
   type CasOutcome,
   type PlacementKey,
@@ -174,7 +175,7 @@ export const deregister = (state: BucketState, worker: string, incarnation: stri
 export const nack = (state: BucketState, now: number, worker: string, policy: RegistryPolicy): void => {
   const record = state.workers.get(worker)
   if (record === undefined) return
-  const windowOpen = now < record.nackWindowStart + policy.nackWindowMs
+  const windowOpen = nackWindowOpen(record, now, policy)
   state.workers.set(worker, {
     ...record,
     nackWindowStart: windowOpen ? record.nackWindowStart : now,
@@ -269,7 +270,7 @@ export const resolve = (
   return { _tag: "Placed", worker: chosen, advertiseUrl: owner.advertiseUrl, epoch: row.epoch, isNew: true }
 }
 
-/** Compare-and-delete at the given epoch (docs/proxy.md "Addressing"). */
+/** Compare-and-delete at the given epoch (docs/registry-api.md "Release: POST /registry/release"). */
 export const release = (state: BucketState, now: number, key: PlacementKey, epoch: string): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))
@@ -278,7 +279,7 @@ export const release = (state: BucketState, now: number, key: PlacementKey, epoc
   return { _tag: "Done" }
 }
 
-/** Compare-and-set of the owner tag at the given epoch. */
+/** Compare-and-set of the owner tag at the given epoch (docs/registry-api.md "Tag: POST /registry/tag"). */
 export const tag = (state: BucketState, now: number, key: PlacementKey, epoch: string, value: string): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))
@@ -313,16 +314,7 @@ export const placement = (state: BucketState, now: number, key: PlacementKey): P
 export const workers = (state: BucketState, now: number, policy: RegistryPolicy): ReadonlyArray<WorkerView> =>
   [...state.workers.values()]
     .sort((a, b) => (a.worker < b.worker ? -1 : 1))
-    .map((record) => ({
-      worker: record.worker,
-      advertiseUrl: record.advertiseUrl,
-      namespaces: record.namespaces,
-      headroom: record.headroom,
-      leaseExpiresAt: record.leaseExpiresAt,
-      draining: record.draining,
-      degraded: record.degraded || nackDegraded(record, now, policy),
-      nacks: nacksInWindow(record, now, policy)
-    }))
+    .map((record) => workerViewOf(record, now, policy))
 
 /** How many placement rows name each worker (its current incarnation's; ended ones until swept). */
 export const placementsHeld = (state: BucketState, workers: ReadonlyArray<string>): ReadonlyArray<number> =>

@@ -1,5 +1,7 @@
-// Placement policy (docs/protocol.md "Resolution", steps 5 and 6) as plain functions. The Lua resolve script
-// implements the same rules; the model-based test holds the two to each other.
+// Placement policy (docs/protocol.md "Resolution" steps 5 and 6) as plain functions: the
+// embedded registry ranks with them, and so does a Redis registry's membership view
+// (MembershipView.ts), whose proposal resolve.lua checks against step 5 at `now`; the
+// model-based tests hold the two layers to each other.
 import { hash } from "node:crypto"
 import { minLeaseLeftMs, nackDegraded, type RegistryPolicy, type WorkerRecord } from "./Domain.js"
 

@@ -1,9 +1,9 @@
 -- Reads for a membership view (src/registry/MembershipView.ts), one bounded page per call.
 -- ARGV: T, now, what, from, limit, minLeaseLeftMs.
 --   what "log": the records changed after sequence `from`, in log order:
---     {gen, seq, trim, worker, present, mkeys, headroom, draining, degraded, nackStart, nackCount, ns, worker, ...}
---     (a record's sequence is its position; the last one read is where the next page starts:
---     its score follows each worker as `seqs`, one per record, after the records)
+--     {gen, seq, trim, worker, present, mkeys, headroom, draining, degraded, nackStart, nackCount, ns, worker, ...,
+--      "|", seq, ...}: after the records and a "|", each record's sequence number, in the same
+--     order (the last one is where the next page starts)
 --   what "members": the records of the workers after worker id `from` ("" first), in id order,
 --     with the same header.
 --   what "short": the workers whose lease left at now is below the minimum, from offset `from`.
