@@ -1,74 +1,26 @@
-// What the two registry layers (Memory, Redis) implement: the per-bucket operations of the
-// reference model with `now` passed in, and the all-bucket operations fanned out at once.
-// Registry.ts puts Clock, Random, bucket hashing and the API's answers around it.
-//
-// A fan-out reports bucket by bucket: on a Redis Cluster one shard can be down while the
-// others answer, and the buckets that answered must still count (docs/registry-api.md "Partial
-// answers on a Redis Cluster").
+// The backend the registry runs on, as a service: the embedded registry (Memory.ts) or Redis
+// (Redis.ts, its client acquired and released in the layer's scope), as the config says.
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { usesEmbeddedRegistry } from "../Config.js"
-import type { Metrics } from "../observe/Metrics.js"
-import * as MemoryBackend from "./Memory.js"
-import * as RedisBackend from "./Redis.js"
-import type {
-  BucketHeartbeat,
-  CasOutcome,
-  PlacementKey,
-  PlacementView,
-  RegisterOutcome,
-  ResolveOutcome,
-  ResolveQuery,
-  WindDownOutcome,
-  WorkerHeartbeat,
-  WorkerRegistration,
-  WorkerView
-} from "./Domain.js"
-import type { RegistryUnavailable } from "../Errors.js"
+import { Metrics } from "../observe/Metrics.js"
+import { embeddedBackend } from "./Memory.js"
+import { policyOf } from "./Policy.js"
+import { redisBackend } from "./Redis.js"
+import type { RegistryBackend } from "./RegistryBackend.js"
 
-type BucketOp<A> = Effect.Effect<A, RegistryUnavailable>
-
-/** An all-bucket operation's outcome: the answers of the buckets reached, and the rest. */
-export interface FanOut<A> {
-  /** Bucket number and answer, in bucket order. */
-  readonly reached: ReadonlyArray<readonly [number, A]>
-  readonly unreached: ReadonlyArray<number>
-  /** Why the first unreached bucket was not reached. */
-  readonly cause?: unknown
-}
-
-type Every<A> = Effect.Effect<FanOut<A>>
-
-export interface RegistryBackend {
-  readonly buckets: number
-  // every bucket, one round trip per shard
-  /** Every bucket, or only `buckets` (in bucket order) when given. */
-  readonly register: (now: number, registration: WorkerRegistration, buckets?: ReadonlyArray<number>) => Every<RegisterOutcome>
-  readonly heartbeat: (now: number, beat: WorkerHeartbeat) => Every<BucketHeartbeat>
-  readonly deregister: (now: number, worker: string, incarnation: string) => Every<void>
-  readonly nack: (now: number, worker: string) => Every<void>
-  readonly sweep: (now: number) => Every<void>
-  // one bucket, one atomic operation
-  readonly resolve: (bucket: number, now: number, query: ResolveQuery) => BucketOp<ResolveOutcome>
-  readonly release: (bucket: number, now: number, key: PlacementKey, epoch: string) => BucketOp<CasOutcome>
-  readonly tag: (bucket: number, now: number, key: PlacementKey, epoch: string, tag: string) => BucketOp<CasOutcome>
-  readonly beginWindDown: (bucket: number, now: number, key: PlacementKey, epoch: string) => BucketOp<WindDownOutcome>
-  // reads
-  readonly placement: (bucket: number, now: number, key: PlacementKey) => BucketOp<PlacementView | undefined>
-  /**
-   * Every bucket holds the whole membership: read from the first bucket that answers, at most
-   * `limit` workers after the worker id `after` ("" from the first), in worker id order.
-   */
-  readonly workers: (now: number, after: string, limit: number) => BucketOp<ReadonlyArray<WorkerView>>
-  /** Every bucket: how many placement rows name each of `workers` there (for the fleet page). */
-  readonly placementsHeld: (now: number, workers: ReadonlyArray<string>) => Every<ReadonlyArray<number>>
-  /** The registry's own time in ms (Redis `TIME`, to the µs): what RegistryClock.ts samples. */
-  readonly time: BucketOp<number>
-}
-
-/** The backend the registry runs on: Redis when a URL or Cluster seeds are given; else the embedded one. */
 export class Backend extends Context.Tag("pinboard/RegistryBackend")<Backend, RegistryBackend>() {
-  static readonly layer: Layer.Layer<Backend, never, AppConfig | Metrics> = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) => (usesEmbeddedRegistry(config) ? MemoryBackend.layerConfig : RedisBackend.layerConfig))
+  /** Redis when a URL or Cluster seeds are given; else the embedded registry. */
+  static readonly layer: Layer.Layer<Backend, never, AppConfig | Metrics> = Layer.scoped(
+    Backend,
+    Effect.flatMap(AppConfig, (config) =>
+      usesEmbeddedRegistry(config)
+        ? embeddedBackend(config.buckets, policyOf(config))
+        : Effect.flatMap(Metrics, (metrics) =>
+            redisBackend({ target: config.redis, prefix: config.redis.prefix, buckets: config.buckets, policy: policyOf(config) }, metrics)
+          )
+    )
   )
+
+  static readonly layerTest = (backend: RegistryBackend): Layer.Layer<Backend> => Layer.succeed(Backend, backend)
 }

@@ -4,7 +4,7 @@
 // and then leave together, so under load a heartbeat costs a share of a call instead of a call
 // per bucket. Each write still runs on its own, in arrival order, atomically per bucket.
 import { Effect } from "effect"
-import type { FanOut } from "./Backend.js"
+import type { FanOut } from "./RegistryBackend.js"
 
 /** One bucket's call: the entries of every write for it, in order. */
 export interface BucketCall {

@@ -95,7 +95,7 @@ export type ResolveOutcome =
 /** Release and tag are compare-and-set on the row's epoch; `current` is the row's epoch or null. */
 export type CasOutcome = { readonly _tag: "Done" } | { readonly _tag: "Conflict"; readonly current: string | null }
 
-export interface WindDownEntry extends PlacementKey {
+export interface WindDownDue extends PlacementKey {
   readonly epoch: string
   readonly deadline: number
 }
@@ -103,7 +103,7 @@ export interface WindDownEntry extends PlacementKey {
 export type WindDownOutcome = { readonly _tag: "WindingDown"; readonly deadline: number } | { readonly _tag: "Conflict"; readonly current: string | null }
 
 export type BucketHeartbeat =
-  | { readonly _tag: "Renewed"; readonly windDown: ReadonlyArray<WindDownEntry> }
+  | { readonly _tag: "Renewed"; readonly windDown: ReadonlyArray<WindDownDue> }
   | { readonly _tag: "LeaseLost" }
 
 export interface PlacementView extends PlacementRow {

@@ -1,10 +1,8 @@
 // The embedded registry: the reference model held in process memory (docs/deploy.md).
-import { Effect, Layer } from "effect"
-import { AppConfig } from "../AppConfig.js"
-import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
+import { Effect } from "effect"
+import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
 import type { RegistryPolicy } from "./Domain.js"
 import * as Model from "./Model.js"
-import { policyOf } from "./Policy.js"
 
 export interface MemoryBackend extends RegistryBackend {
   /** Test seam: forget everything in one bucket, as a Redis wipe would. */
@@ -42,15 +40,8 @@ export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): Memo
 }
 
 /** The embedded registry, with the warning that it holds for one Pinboard process only. */
-export const layer = (buckets: number, policy: RegistryPolicy): Layer.Layer<Backend> =>
-  Layer.effect(
-    Backend,
-    Effect.zipRight(
-      Effect.logWarning("no Redis configured: using the embedded registry (one Pinboard process only)"),
-      Effect.sync(() => makeMemoryBackend(buckets, policy))
-    )
+export const embeddedBackend = (buckets: number, policy: RegistryPolicy): Effect.Effect<MemoryBackend> =>
+  Effect.zipRight(
+    Effect.logWarning("no Redis configured: using the embedded registry (one Pinboard process only)"),
+    Effect.sync(() => makeMemoryBackend(buckets, policy))
   )
-
-export const layerConfig: Layer.Layer<Backend, never, AppConfig> = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => layer(config.buckets, policyOf(config)))
-)

@@ -2,6 +2,7 @@
 // "Lease lifecycle" to "Ended rows and the sweep"): deterministic, no I/O, no clock, no
 // randomness; `now` and the random numbers are arguments. The embedded registry runs it
 // directly; the Lua scripts implement the same operations on Redis.
+import { DEFAULT_TAKEOVER } from "../config/Fields.js"
 import {
   memberKey,
   nackWindowOpen,
@@ -16,7 +17,7 @@ import {
   type RegistryPolicy,
   type ResolveOutcome,
   type ResolveQuery,
-  type WindDownEntry,
+  type WindDownDue,
   type WindDownOutcome,
   type WorkerHeartbeat,
   type WorkerRecord,
@@ -156,7 +157,7 @@ export const heartbeat = (
     draining: beat.draining,
     degraded: beat.degraded
   })
-  const windDown: Array<WindDownEntry> = []
+  const windDown: Array<WindDownDue> = []
   for (const key of state.rowsByWorker.get(beat.worker) ?? []) {
     const row = state.rows.get(key)!
     if (row.windDownAt > now) {
@@ -219,7 +220,7 @@ export const resolve = (
       // Placed through this hostname: its owner (this incarnation) is registered for it.
       const ownerServes =
         existing.hostname === query.hostname || servesHostname(owner.namespaces, query.env, query.namespace, query.hostname)
-      const held = decideHeld(existing, ownerServes, query.takeover ?? "wind_down", now, policy.leaseMs)
+      const held = decideHeld(existing, ownerServes, query.takeover ?? DEFAULT_TAKEOVER, now, policy.leaseMs)
       if (held._tag === "Deny") return { _tag: "HeldByAnotherHostname" }
       if (held._tag === "WindingDown") {
         state.rows.set(key, { ...existing, windDownAt: held.deadline })

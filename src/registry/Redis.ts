@@ -5,18 +5,16 @@
 // goes as one pipeline per shard (one in all on a single server) and reports bucket by
 // bucket, so a dead shard fails only its own buckets.
 import keySlot from "cluster-key-slot"
-import { Effect, Layer } from "effect"
+import { Effect, type Scope } from "effect"
 import { Cluster } from "ioredis"
-import { AppConfig } from "../AppConfig.js"
 import { RegistryUnavailable } from "../Errors.js"
-import { Metrics } from "../observe/Metrics.js"
-import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
+import type { MetricsService } from "../observe/Metrics.js"
 import { makeBatcher } from "./Batcher.js"
 import { makeCoalescer, type BucketAnswer, type BucketCall } from "./Coalescer.js"
 import { propose } from "./MembershipView.js"
 import { makeRedisViews } from "./RedisView.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
-import { policyOf } from "./Policy.js"
+import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
 import { connectRedis, type RedisClient, type RedisTarget, type ScriptName } from "./RedisConnection.js"
 import {
   decodeAskReply,
@@ -279,17 +277,8 @@ interface RedisBackendOptions {
   readonly policy: RegistryPolicy
 }
 
-/** The registry on Redis: connected when the layer is built, disconnected when it is released. */
-export const layer = (options: RedisBackendOptions): Layer.Layer<Backend, never, Metrics> =>
-  Layer.scoped(
-    Backend,
-    Effect.gen(function* () {
-      const metrics = yield* Metrics
-      const client = yield* connectRedis(options.target)
-      return makeRedisBackend(client, { ...options, ...(metrics.enabled ? { observe: metrics.redisCall } : {}) })
-    })
+/** The registry on Redis: connected now, disconnected when the scope closes. */
+export const redisBackend = (options: RedisBackendOptions, metrics: MetricsService): Effect.Effect<RegistryBackend, never, Scope.Scope> =>
+  Effect.map(connectRedis(options.target), (client) =>
+    makeRedisBackend(client, { ...options, ...(metrics.enabled ? { observe: metrics.redisCall } : {}) })
   )
-
-export const layerConfig: Layer.Layer<Backend, never, AppConfig | Metrics> = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => layer({ target: config.redis, prefix: config.redis.prefix, buckets: config.buckets, policy: policyOf(config) }))
-)

@@ -15,7 +15,7 @@ import type {
   RegistryPolicy,
   ResolveOutcome,
   ResolveQuery,
-  WindDownEntry,
+  WindDownDue,
   WindDownOutcome,
   WorkerHeartbeat,
   WorkerRecord,
@@ -328,7 +328,7 @@ export const decodeHeartbeatReply = (reply: unknown): BucketHeartbeat => {
   if (!isList(reply)) return unexpected("fleet", reply)
   if (reply[0] === "lost" && reply.length === 1) return { _tag: "LeaseLost" }
   if (reply[0] !== "renewed" || (reply.length - 1) % WIND_DOWN_FIELDS !== 0) return unexpected("fleet", reply)
-  const windDown: Array<WindDownEntry> = []
+  const windDown: Array<WindDownDue> = []
   for (let i = 1; i < reply.length; i += WIND_DOWN_FIELDS) {
     windDown.push({
       env: text(reply[i]),

@@ -18,7 +18,8 @@ import {
   TakeoverInProgress,
   UnknownNamespace
 } from "../Errors.js"
-import { Backend, type FanOut, type RegistryBackend } from "./Backend.js"
+import { Backend } from "./Backend.js"
+import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
 import { bucketOf } from "../contract/Bucket.js"
 import { bindingKey } from "./Hostnames.js"
 import type {
@@ -30,7 +31,7 @@ import type {
   RegistryPolicy,
   ResolveOutcome,
   ResolveQuery,
-  WindDownEntry,
+  WindDownDue,
   WindDownOutcome,
   WorkerRegistration,
   WorkerView
@@ -71,7 +72,7 @@ export interface HeartbeatInput {
 
 export interface HeartbeatAccepted {
   readonly leaseExpiresAt: number
-  readonly windDown: ReadonlyArray<WindDownEntry>
+  readonly windDown: ReadonlyArray<WindDownDue>
   /** Buckets whose shard this call did not reach: the lease was not renewed for their ids. */
   readonly unrenewed: ReadonlyArray<number>
 }
@@ -138,10 +139,14 @@ export interface RegistryService {
 /** Ended rows go within two leases: the sweep runs every half lease. */
 export const sweepSchedule = (leaseMs: number) => Schedule.spaced(Duration.millis(leaseMs / 2))
 
-/** Runs the sweep on its schedule for as long as the scope lasts; a failed run is logged. */
+/**
+ * Runs the sweep on its schedule for as long as the scope lasts. A failed run is logged; so is a
+ * defect (an unexpected reply from Redis), and the next run is tried all the same.
+ */
 const sweepForever = (registry: RegistryService) =>
   registry.sweep.pipe(
     Effect.catchAll((error) => Effect.logWarning("registry sweep failed", error)),
+    Effect.catchAllDefect((defect) => Effect.logError("registry sweep failed", defect)),
     Effect.repeat(sweepSchedule(registry.leaseMs)),
     Effect.forkScoped
   )
@@ -169,7 +174,7 @@ const hex32 = Random.nextIntBetween(0, 0x10000).pipe(
 )
 const newIncarnation = Effect.map(hex32, (parts) => parts.join(""))
 
-const byDeadline = (a: WindDownEntry, b: WindDownEntry): number =>
+const byDeadline = (a: WindDownDue, b: WindDownDue): number =>
   a.deadline - b.deadline || (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** A fan-out that reached no bucket at all is the registry being unavailable. */
@@ -305,7 +310,7 @@ export const makeRegistry = (
       Effect.gen(function* () {
         const at = yield* now
         const out = yield* Effect.flatMap(backend.heartbeat(at, { worker, ...input }), reachedAny)
-        const windDown: Array<WindDownEntry> = []
+        const windDown: Array<WindDownDue> = []
         for (const [, answer] of out.reached) {
           if (answer._tag === "LeaseLost") return yield* new LeaseLost()
           windDown.push(...answer.windDown)

@@ -14,7 +14,8 @@ import { usesEmbeddedRegistry } from "../Config.js"
 import { ClockOffsetTooLarge, RegistryUnavailable } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
 import { monotonicMicros } from "../serving/Monotonic.js"
-import { Backend, type RegistryBackend } from "./Backend.js"
+import { Backend } from "./Backend.js"
+import type { RegistryBackend } from "./RegistryBackend.js"
 import { carriedOn, readClock, sampleOf, type ClockReading, type ClockSample } from "./ClockReading.js"
 
 export interface RegistryClockService {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, TestClock } from "effect"
 import type { NamespaceRegistration, RegistryPolicy } from "../../src/registry/Domain.js"
-import type { RegistryBackend } from "../../src/registry/Backend.js"
+import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
 import { redisBackend, useRedis } from "../support/RedisBackend.js"

@@ -6,7 +6,7 @@
 import { Effect, FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
 import type { Takeover } from "../../src/Config.js"
-import type { RegistryBackend } from "../../src/registry/Backend.js"
+import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import { rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"

@@ -7,7 +7,7 @@
 import { Effect, FastCheck as fc } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { bucketOf } from "../../src/contract/Bucket.js"
-import type { RegistryBackend } from "../../src/registry/Backend.js"
+import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { minLeaseLeftMs, rowKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "../../src/registry/Domain.js"
 import { propose } from "../../src/registry/MembershipView.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"

@@ -1,6 +1,5 @@
 // Names in src/ say what a thing is (../shared/STYLE.md "Names"), so one name is one thing: a
-// class, interface or type alias is declared in one file only. KNOWN lists the collisions still
-// open (issue 29); a name leaves the list when it is renamed, and none may join it.
+// class, interface or type alias is declared in one file only.
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -26,15 +25,12 @@ const declarations = (): Map<string, Array<string>> => {
   return byName
 }
 
-/** Collisions still open, each renamed elsewhere in issue 29. */
-const KNOWN = new Set(["WindDownEntry"])
-
 describe("type-level names in src/", () => {
   const byName = declarations()
   const twice = [...byName].filter(([, files]) => files.length > 1)
 
-  it("are declared in one file each, but for the known collisions", () => {
-    expect(Object.fromEntries(twice.filter(([name]) => !KNOWN.has(name)))).toEqual({})
+  it("are declared in one file each", () => {
+    expect(Object.fromEntries(twice)).toEqual({})
   })
 
   it("the worker library's and inspect's no longer collide with Pinboard's", () => {
