@@ -246,22 +246,29 @@ export type ResolveRefusal =
 /** A pair rebound again while its resolve was being retried: the binding is moving; retry shortly. */
 const REBOUND_RETRY_MS = 1000
 
-const placedOrRefused = (outcome: ResolveOutcome, env: string): Effect.Effect<Placement, ResolveRefusal> => {
+/**
+ * The time a refusal has left, at most one lease: a cold-start marker or a deadline may have been
+ * stamped by a call whose `now` was read a moment after this query's, yet none outlasts one
+ * lease from the registry's present.
+ */
+const timeLeftMs = (retryAfterMs: number, leaseMs: number): number => Math.min(retryAfterMs, leaseMs)
+
+const placedOrRefused = (outcome: ResolveOutcome, env: string, leaseMs: number): Effect.Effect<Placement, ResolveRefusal> => {
   switch (outcome._tag) {
     case "Placed":
       return Effect.succeed({ env, worker: outcome.worker, advertiseUrl: outcome.advertiseUrl, epoch: outcome.epoch, isNew: outcome.isNew })
     case "UnknownNamespace":
       return new UnknownNamespace()
     case "ColdStart":
-      return new RegistryColdStart({ retryAfterMs: outcome.retryAfterMs })
+      return new RegistryColdStart({ retryAfterMs: timeLeftMs(outcome.retryAfterMs, leaseMs) })
     case "NoLiveBackends":
       return new NoLiveBackends()
     case "TakeoverInProgress":
-      return new TakeoverInProgress({ retryAfterMs: outcome.retryAfterMs })
+      return new TakeoverInProgress({ retryAfterMs: timeLeftMs(outcome.retryAfterMs, leaseMs) })
     case "HeldByAnotherHostname":
       return new PlacementHeldByAnotherHostname()
     case "Displaced":
-      return new HostnameBindingDisplaced({ retryAfterMs: outcome.retryAfterMs })
+      return new HostnameBindingDisplaced({ retryAfterMs: timeLeftMs(outcome.retryAfterMs, leaseMs) })
     case "Rebound":
       return new HostnameBindingDisplaced({ retryAfterMs: REBOUND_RETRY_MS })
   }
@@ -343,9 +350,9 @@ export const makeRegistry = (
         )
       const env = (pair === undefined ? undefined : boundEnvs.get(pair)) ?? request.env
       return Effect.flatMap(resolveIn(env), (outcome) => {
-        if (outcome._tag !== "Rebound" || pair === undefined) return placedOrRefused(outcome, env)
+        if (outcome._tag !== "Rebound" || pair === undefined) return placedOrRefused(outcome, env, policy.leaseMs)
         boundEnvs.set(pair, outcome.env)
-        return Effect.flatMap(resolveIn(outcome.env), (again) => placedOrRefused(again, outcome.env))
+        return Effect.flatMap(resolveIn(outcome.env), (again) => placedOrRefused(again, outcome.env, policy.leaseMs))
       })
     },
     release: (key, epoch) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch)),
