@@ -1,17 +1,20 @@
 // Groups the calls made in one turn of the event loop per bucket, so that concurrent
 // resolves on a bucket travel as one script call (each still resolved on its own, in
-// order, atomically). The batch leaves once the current microtasks have run.
+// order, atomically). The batch leaves once the current microtasks have run; each caller
+// gets its own reply through its own decoder (RedisWire.ts), which may make it a defect.
 import { Effect } from "effect"
 
 type Resume<A, E> = (effect: Effect.Effect<A, E>) => void
+type Decode<Raw> = (raw: Raw) => Effect.Effect<unknown>
 
-export const makeBatcher = <In, Out, E>(
+export const makeBatcher = <In, Raw, E>(
   groups: number,
-  send: (group: number, inputs: ReadonlyArray<In>) => Promise<ReadonlyArray<Out>>,
+  send: (group: number, inputs: ReadonlyArray<In>) => Promise<ReadonlyArray<Raw>>,
   onError: (cause: unknown) => E
-): ((group: number, input: In) => Effect.Effect<Out, E>) => {
+): (<Out>(group: number, input: In, decode: (raw: Raw) => Effect.Effect<Out>) => Effect.Effect<Out, E>) => {
   const inputs: Array<Array<In>> = Array.from({ length: groups }, () => [])
-  const waiting: Array<Array<Resume<Out, E>>> = Array.from({ length: groups }, () => [])
+  const waiting: Array<Array<Resume<unknown, E>>> = Array.from({ length: groups }, () => [])
+  const decoders: Array<Array<Decode<Raw>>> = Array.from({ length: groups }, () => [])
   /** The groups with inputs this turn, in the order they got their first. */
   let touched: Array<number> = []
 
@@ -21,11 +24,13 @@ export const makeBatcher = <In, Out, E>(
     for (const group of now) {
       const batch = inputs[group]!
       const resumes = waiting[group]!
+      const decodes = decoders[group]!
       inputs[group] = []
       waiting[group] = []
+      decoders[group] = []
       send(group, batch).then(
         (outputs) => {
-          for (let i = 0; i < resumes.length; i++) resumes[i]!(Effect.succeed(outputs[i]!))
+          for (let i = 0; i < resumes.length; i++) resumes[i]!(decodes[i]!(outputs[i]!))
         },
         (cause) => {
           const error = Effect.fail(onError(cause))
@@ -35,13 +40,14 @@ export const makeBatcher = <In, Out, E>(
     }
   }
 
-  return (group, input) =>
+  return <Out>(group: number, input: In, decode: (raw: Raw) => Effect.Effect<Out>) =>
     Effect.async<Out, E>((resume) => {
       if (inputs[group]!.length === 0) {
         if (touched.length === 0) process.nextTick(flush)
         touched.push(group)
       }
       inputs[group]!.push(input)
-      waiting[group]!.push(resume)
+      waiting[group]!.push(resume as Resume<unknown, E>)
+      decoders[group]!.push(decode)
     })
 }

@@ -26,8 +26,6 @@ const SCRIPTS = [
   "held"
 ] as const
 export type ScriptName = (typeof SCRIPTS)[number]
-/** What a script answers. */
-export type ScriptReply = ReadonlyArray<string | number | null>
 
 const readScript = (name: string): string => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), "utf8")
 

@@ -2,64 +2,20 @@
 // from what each resolve answer carries (the records changed since the view's sequence number,
 // and the workers short of lease at the query's `now`), and read page by page (view.lua) when
 // an answer says the view is too far behind. Each page is one short script call, so no read
-// holds a shard for longer than a page takes.
-import { applyUpdates, emptyView, resetView, seqAfter, type BucketView, type RecordUpdate, type ViewRecord } from "./MembershipView.js"
-import type { NamespaceRegistration } from "./Domain.js"
+// holds a shard for longer than a page takes. The pages are decoded by RedisWire.ts.
+import { applyUpdates, emptyView, resetView, seqAfter, type BucketView } from "./MembershipView.js"
+import { decodeLogPage, decodeMembersPage, decodeShortPage, viewPageArgs, type ViewPayload } from "./RedisWire.js"
 
 /** Records per page of view.lua. */
 const PAGE = 256
-const RECORD_LINES = 9
 
-export type ViewRead = (bucket: number, now: number, args: ReadonlyArray<string>) => Promise<ReadonlyArray<string>>
-
-/** One record's lines: worker, present, memberKeys (space-separated), headroom, draining, degraded, nackStart, nackCount, ns JSON. */
-const recordAt = (lines: ReadonlyArray<string>, at: number): RecordUpdate => {
-  const worker = lines[at]!
-  if (lines[at + 1] !== "1") return { worker, record: undefined }
-  const record: ViewRecord = {
-    worker,
-    // One key per registration: a namespace registered for two hostnames is named twice.
-    memberKeys: lines[at + 2] === "" ? [] : [...new Set(lines[at + 2]!.split(" "))],
-    headroom: Number(lines[at + 3]),
-    draining: lines[at + 4] === "1",
-    degraded: lines[at + 5] === "1",
-    nackWindowStart: Number(lines[at + 6]),
-    nackCount: Number(lines[at + 7]),
-    namespaces: JSON.parse(lines[at + 8]!) as ReadonlyArray<NamespaceRegistration>
-  }
-  return { worker, record }
-}
-
-const recordsAt = (lines: ReadonlyArray<string>, from: number, count: number): Array<RecordUpdate> =>
-  Array.from({ length: count }, (_, i) => recordAt(lines, from + i * RECORD_LINES))
-
-/** What a "choose" or "stale" answer carries after its tag (resolve.lua viewPayload). */
-interface Payload {
-  readonly gen: string
-  readonly seq: string
-  readonly state: "done" | "more" | "full"
-  /** undefined: more than the answer could carry; read them page by page. */
-  readonly short: ReadonlyArray<string> | undefined
-  readonly updates: ReadonlyArray<RecordUpdate>
-}
-
-export const parsePayload = (lines: ReadonlyArray<string>): Payload => {
-  const shortCount = Number(lines[3])
-  const short = shortCount < 0 ? undefined : lines.slice(4, 4 + shortCount)
-  const recordsFrom = 4 + Math.max(shortCount, 0)
-  return {
-    gen: lines[0]!,
-    seq: lines[1]!,
-    state: lines[2] as Payload["state"],
-    short,
-    updates: recordsAt(lines, recordsFrom + 1, Number(lines[recordsFrom]))
-  }
-}
+/** One call of view.lua with its arguments (RedisWire.ts viewPageArgs); the raw reply. */
+export type ViewRead = (bucket: number, now: number, args: ReadonlyArray<string>) => Promise<unknown>
 
 export interface RedisViews {
   readonly view: (bucket: number) => BucketView
   /** Brings the view up to date with an answer's payload; the workers short of lease at `now`. */
-  readonly absorb: (bucket: number, now: number, payload: ReadonlyArray<string>) => Promise<ReadonlySet<string>>
+  readonly absorb: (bucket: number, now: number, payload: ViewPayload) => Promise<ReadonlySet<string>>
 }
 
 export const makeRedisViews = (buckets: number, read: ViewRead, minLeaseLeftMs: number): RedisViews => {
@@ -69,14 +25,11 @@ export const makeRedisViews = (buckets: number, read: ViewRead, minLeaseLeftMs: 
   /** Reads the log after the view's sequence number; false when it no longer reaches back that far. */
   const readLog = async (bucket: number, now: number, view: BucketView): Promise<boolean> => {
     for (;;) {
-      const page = await read(bucket, now, ["log", view.seq, String(PAGE), String(minLeaseLeftMs)])
-      const [gen, , trim] = page
-      if (gen !== view.gen || seqAfter(trim!, view.seq)) return false
-      const bar = page.indexOf("|")
-      const count = (bar - 3) / RECORD_LINES
-      applyUpdates(view, recordsAt(page, 3, count))
-      if (count > 0) view.seq = page[page.length - 1]!
-      if (count < PAGE) return true
+      const page = decodeLogPage(await read(bucket, now, viewPageArgs("log", view.seq, PAGE, minLeaseLeftMs)))
+      if (page.gen !== view.gen || seqAfter(page.trim, view.seq)) return false
+      applyUpdates(view, page.updates)
+      if (page.last !== undefined) view.seq = page.last
+      if (page.updates.length < PAGE) return true
     }
   }
 
@@ -85,13 +38,11 @@ export const makeRedisViews = (buckets: number, read: ViewRead, minLeaseLeftMs: 
     const fresh = emptyView()
     let after = ""
     for (let first = true; ; first = false) {
-      const page = await read(bucket, now, ["members", after, String(PAGE), String(minLeaseLeftMs)])
-      if (first) resetView(fresh, page[0]!, page[1]!)
-      const count = (page.length - 3) / RECORD_LINES
-      const updates = recordsAt(page, 3, count)
-      applyUpdates(fresh, updates)
-      if (count < PAGE) break
-      after = updates[count - 1]!.worker
+      const page = decodeMembersPage(await read(bucket, now, viewPageArgs("members", after, PAGE, minLeaseLeftMs)))
+      if (first) resetView(fresh, page.gen, page.seq)
+      applyUpdates(fresh, page.updates)
+      if (page.updates.length < PAGE) break
+      after = page.updates[PAGE - 1]!.worker
     }
     await readLog(bucket, now, fresh)
     views[bucket] = fresh
@@ -113,16 +64,15 @@ export const makeRedisViews = (buckets: number, read: ViewRead, minLeaseLeftMs: 
   const readShort = async (bucket: number, now: number): Promise<ReadonlySet<string>> => {
     const short = new Set<string>()
     for (let offset = 0; ; offset += PAGE) {
-      const page = await read(bucket, now, ["short", String(offset), String(PAGE), String(minLeaseLeftMs)])
-      for (const worker of page.slice(3)) short.add(worker)
-      if (page.length - 3 < PAGE) return short
+      const page = decodeShortPage(await read(bucket, now, viewPageArgs("short", String(offset), PAGE, minLeaseLeftMs)))
+      for (const worker of page) short.add(worker)
+      if (page.length < PAGE) return short
     }
   }
 
   return {
     view: (bucket) => views[bucket]!,
-    absorb: async (bucket, now, lines) => {
-      const payload = parsePayload(lines)
+    absorb: async (bucket, now, payload) => {
       const view = views[bucket]!
       if (payload.state !== "done") await refresh(bucket, now, payload.state === "full")
       else if (payload.gen === view.gen && seqAfter(payload.seq, view.seq)) {

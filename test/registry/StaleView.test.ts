@@ -13,7 +13,7 @@ import { propose } from "../../src/registry/MembershipView.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
 import type { BucketState } from "../../src/registry/Model.js"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
-import { makeRedisViews, parsePayload, type RedisViews } from "../../src/registry/RedisView.js"
+import { makeRedisViews, type RedisViews } from "../../src/registry/RedisView.js"
 import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
 import { useRedis } from "../support/RedisBackend.js"
 import { scaled } from "../support/Time.js"
@@ -58,16 +58,16 @@ const holdableViews = (): HoldableViews => {
       inner = real
       return {
         view: real.view,
-        absorb: (bucket, now, lines) => {
+        absorb: (bucket, now, payload) => {
           control.absorbs += 1
           const caughtUp = control.held === undefined || (control.held === "lagging" && control.absorbs > 1)
           if (caughtUp) {
             // A view that had read the bucket, now behind a trimmed log: it reads the bucket afresh, page by page.
-            if (parsePayload(lines).state === "full" && real.view(bucket).gen !== "") coverage.fullReads += 1
-            return real.absorb(bucket, now, lines)
+            if (payload.state === "full" && real.view(bucket).gen !== "") coverage.fullReads += 1
+            return real.absorb(bucket, now, payload)
           }
           // Held: the view stays as it was. The short list is the script's, at `now`: always current.
-          return Promise.resolve(new Set(parsePayload(lines).short ?? []))
+          return Promise.resolve(new Set(payload.short ?? []))
         }
       }
     }
