@@ -3,9 +3,10 @@
 // the field or variable and what was expected; main prints it and exits with 2.
 // Options and variables: docs/config.md.
 import { readFileSync } from "node:fs"
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
-import { describeParseError } from "./config/Messages.js"
+import { describeParseError, formatPath } from "./config/Messages.js"
+import { readRedisFiles } from "./config/RedisFiles.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
 import { type CommandLineFlags, type ConfigFileArgument, configFileArgument, type Env, type EnvSource, isPlainObject, overlayEnv } from "./config/Sources.js"
 
@@ -58,14 +59,20 @@ export const loadConfigWithSources: (input: {
   const config = yield* decode(input).pipe(
     Effect.mapError((error) => new ConfigInvalid({ message: describeParseError(error, input, sources) }))
   )
+  yield* Either.mapLeft(readRedisFiles(config.redis), (problem) => {
+    const path = ["redis", problem.field]
+    const set = sources.find((source) => source.envVar.path.join(".") === path.join("."))
+    return new ConfigInvalid({ message: `${set?.name ?? formatPath(path)}: ${problem.message}` })
+  })
   return { config, file, fileContent, sources }
 })
 
 export const loadConfig = (input: { readonly flags: CommandLineFlags; readonly env: Env }): Effect.Effect<PinboardConfig, ConfigInvalid> =>
   Effect.map(loadConfigWithSources(input), (loaded) => loaded.config)
 
-/** No Redis URL and no Cluster seeds: the registry is embedded in this process (docs/deploy.md). */
-export const usesEmbeddedRegistry = (config: PinboardConfig): boolean => config.redis.url === undefined && config.redis.cluster === undefined
+/** No Redis URL, Cluster seeds or Sentinels: the registry is embedded in this process (docs/deploy.md). */
+export const usesEmbeddedRegistry = (config: PinboardConfig): boolean =>
+  config.redis.url === undefined && config.redis.cluster === undefined && config.redis.sentinels === undefined
 
 /** How takeover works in an env (docs/protocol.md "Resolution"): `wind_down` unless `envs.<env>.takeover` says otherwise. */
 export const takeoverOf =

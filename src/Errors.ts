@@ -97,7 +97,9 @@ export class NoLiveBackends extends Schema.TaggedError<NoLiveBackends>()("NoLive
 }
 
 export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>()("RegistryUnavailable", {
-  cause: Schema.optional(Schema.Defect)
+  cause: Schema.optional(Schema.Defect),
+  /** Why, in one line (registry/RedisFailure.ts), for logs and /readyz; never in the answer. */
+  reason: Schema.optional(Schema.String)
 }) {
   get reply(): Reply {
     return refusal("registry unavailable, retry", RETRY_SOON_MS)

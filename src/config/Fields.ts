@@ -73,9 +73,14 @@ const isHostPort = (s: string): boolean => {
   return port !== undefined && Number(port) >= 1 && Number(port) <= 65535
 }
 export const HostPort = Schema.String.pipe(Schema.filter(isHostPort, expected("host:port")))
-export const RedisCluster = Schema.Array(HostPort).pipe(
+/** Redis Cluster seed nodes, or Redis Sentinels. */
+export const RedisNodes = Schema.Array(HostPort).pipe(
   Schema.filter((a) => a.length > 0, expectedShape("a non-empty list of host:port"))
 )
+/** A Redis or Sentinel password (an ACL user's, or `requirepass`'s). */
+export const RedisPassword = Schema.Redacted(NonEmptyString)
+/** A file read at start (a mounted secret, a PEM certificate or key). */
+export const FilePath = NonEmptyString
 
 // Every Redis key carries the hash tag `{<prefix>:<bucket>}` (docs/protocol.md); a brace would break it.
 export const RedisPrefix = Schema.String.pipe(

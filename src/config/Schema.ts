@@ -5,7 +5,7 @@ import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
   AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
-  PositiveInt, PositiveMs, RedisCluster, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
+  PositiveInt, PositiveMs, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
 const exact = { exact: true } as const
@@ -29,10 +29,23 @@ const ConfigFields = Schema.Struct({
   port: withDefault(Port, () => 8080),
   host: withDefault(NonEmptyString, () => "0.0.0.0"),
   token: Token,
+  /** One of url, cluster or sentinels (none: the embedded registry); the rest applies to every mode (docs/deploy.md). */
   redis: section(Schema.Struct({
     url: optionalOrUndefined(RedisUrl),
-    cluster: optionalOrUndefined(RedisCluster),
-    prefix: withDefault(RedisPrefix, () => "pb")
+    cluster: optionalOrUndefined(RedisNodes),
+    sentinels: optionalOrUndefined(RedisNodes),
+    sentinelMaster: optionalOrUndefined(NonEmptyString),
+    prefix: withDefault(RedisPrefix, () => "pb"),
+    username: optionalOrUndefined(NonEmptyString),
+    password: optionalOrUndefined(RedisPassword),
+    passwordFile: optionalOrUndefined(FilePath),
+    sentinelUsername: optionalOrUndefined(NonEmptyString),
+    sentinelPassword: optionalOrUndefined(RedisPassword),
+    tls: withDefault(Flag, () => false),
+    tlsCa: optionalOrUndefined(FilePath),
+    tlsCert: optionalOrUndefined(FilePath),
+    tlsKey: optionalOrUndefined(FilePath),
+    tlsServername: optionalOrUndefined(NonEmptyString)
   })),
   /** How far this process's wall clock may be from the registry's before it stops writing (docs/deploy.md "Clocks"). */
   registry: section(Schema.Struct({ maxClockOffsetMs: withDefault(PositiveMs, () => 1000) })),
@@ -88,13 +101,7 @@ type ConfigFields = typeof ConfigFields.Type
 
 /** Rules that span fields; each issue points at the field to fix. */
 const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
-  const issues: Array<Schema.FilterIssue> = []
-  if (c.redis.url !== undefined && c.redis.cluster !== undefined) {
-    issues.push({
-      path: ["redis"],
-      message: "expected either url (PINBOARD_REDIS_URL) or cluster (PINBOARD_REDIS_CLUSTER), not both"
-    })
-  }
+  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis)]
   const providerNames = Object.keys(c.providers)
   const seen = new Set<string>()
   c.namespaces?.forEach((rule, i) => {
@@ -115,6 +122,39 @@ const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
       issues.push({ path: ["namespaces", i, "scopes"], message: `expected no scopes for auth "none" (scopes are checked against a credential)` })
     }
   })
+  return issues
+}
+
+/** The Redis section's rules: one mode, and no setting that its mode or TLS leaves unused. */
+const redisIssues = (r: ConfigFields["redis"]): Array<Schema.FilterIssue> => {
+  const issues: Array<Schema.FilterIssue> = []
+  const issue = (field: string, message: string) => issues.push({ path: ["redis", field], message })
+  const modes = [r.url, r.cluster, r.sentinels].filter((mode) => mode !== undefined).length
+  if (modes > 1) {
+    issues.push({
+      path: ["redis"],
+      message: "expected one of url (PINBOARD_REDIS_URL), cluster (PINBOARD_REDIS_CLUSTER) or sentinels (PINBOARD_REDIS_SENTINELS), not several"
+    })
+  }
+  if (r.sentinels !== undefined && r.sentinelMaster === undefined) {
+    issue("sentinelMaster", "expected the name the sentinels monitor (PINBOARD_REDIS_SENTINEL_MASTER) with sentinels")
+  }
+  if (r.sentinels === undefined) {
+    for (const field of ["sentinelMaster", "sentinelUsername", "sentinelPassword"] as const) {
+      if (r[field] !== undefined) issue(field, "expected sentinels (PINBOARD_REDIS_SENTINELS) to be set with it")
+    }
+  }
+  if (r.password !== undefined && r.passwordFile !== undefined) {
+    issue("passwordFile", "expected either password (PINBOARD_REDIS_PASSWORD) or passwordFile (PINBOARD_REDIS_PASSWORD_FILE), not both")
+  }
+  if ((r.tlsCert === undefined) !== (r.tlsKey === undefined)) {
+    issue(r.tlsCert === undefined ? "tlsCert" : "tlsKey", "expected tlsCert (PINBOARD_REDIS_TLS_CERT) and tlsKey (PINBOARD_REDIS_TLS_KEY) together")
+  }
+  if (!r.tls && !(r.url?.startsWith("rediss:") ?? false)) {
+    for (const field of ["tlsCa", "tlsCert", "tlsKey", "tlsServername"] as const) {
+      if (r[field] !== undefined) issue(field, "expected tls (PINBOARD_REDIS_TLS=1) or a rediss:// url with it")
+    }
+  }
   return issues
 }
 

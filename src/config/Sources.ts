@@ -25,7 +25,36 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     expected: "expected a comma-separated list of host:port",
     summary: "a Redis Cluster's seed nodes, host:port,host:port"
   },
+  {
+    name: "PINBOARD_REDIS_SENTINELS",
+    path: ["redis", "sentinels"],
+    kind: "list",
+    expected: "expected a comma-separated list of host:port",
+    summary: "Redis Sentinels, host:port,host:port; with PINBOARD_REDIS_SENTINEL_MASTER"
+  },
+  { name: "PINBOARD_REDIS_SENTINEL_MASTER", path: ["redis", "sentinelMaster"], kind: "string", summary: "the master's name the sentinels monitor" },
   { name: "PINBOARD_REDIS_PREFIX", path: ["redis", "prefix"], kind: "string", summary: "prefix of every Redis key" },
+  { name: "PINBOARD_REDIS_USERNAME", path: ["redis", "username"], kind: "string", summary: "Redis ACL user (every node of every mode)" },
+  { name: "PINBOARD_REDIS_PASSWORD", path: ["redis", "password"], kind: "string", summary: "Redis password of that user, or requirepass" },
+  {
+    name: "PINBOARD_REDIS_PASSWORD_FILE",
+    path: ["redis", "passwordFile"],
+    kind: "string",
+    summary: "a file holding the Redis password (a mounted secret), read at start"
+  },
+  { name: "PINBOARD_REDIS_SENTINEL_USERNAME", path: ["redis", "sentinelUsername"], kind: "string", summary: "ACL user on the sentinels, where they have one" },
+  { name: "PINBOARD_REDIS_SENTINEL_PASSWORD", path: ["redis", "sentinelPassword"], kind: "string", summary: "password on the sentinels, where they have one" },
+  {
+    name: "PINBOARD_REDIS_TLS",
+    path: ["redis", "tls"],
+    kind: "boolean",
+    expected: "expected 1, 0, true or false",
+    summary: "TLS to every Redis node and sentinel (1 or 0); a rediss:// URL turns it on too"
+  },
+  { name: "PINBOARD_REDIS_TLS_CA", path: ["redis", "tlsCa"], kind: "string", summary: "PEM file of the CA that signed Redis's certificates; unset: the system's CAs" },
+  { name: "PINBOARD_REDIS_TLS_CERT", path: ["redis", "tlsCert"], kind: "string", summary: "PEM file of a client certificate, for mutual TLS" },
+  { name: "PINBOARD_REDIS_TLS_KEY", path: ["redis", "tlsKey"], kind: "string", summary: "PEM file of that certificate's key" },
+  { name: "PINBOARD_REDIS_TLS_SERVERNAME", path: ["redis", "tlsServername"], kind: "string", summary: "name to check Redis's certificate against (SNI); unset: the host's" },
   { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets per namespace" },
   {
     name: "PINBOARD_REGISTRY_MAX_CLOCK_OFFSET_MS",
@@ -60,7 +89,7 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
 ]
 
 /** Options whose values are never echoed back, in messages or by `pinboard config`. */
-export const SECRET_KEYS: ReadonlySet<PropertyKey> = new Set(["token", "secret"])
+export const SECRET_KEYS: ReadonlySet<PropertyKey> = new Set(["token", "secret", "password", "sentinelPassword"])
 
 export type Env = Readonly<Record<string, string | undefined>>
 

@@ -17,7 +17,9 @@ export const readyz = (shuttingDown: () => boolean) =>
     const registry = yield* Registry
     yield* registry.ping.pipe(
       Effect.timeoutFail({ duration: REGISTRY_ANSWER_WITHIN_MS, onTimeout: () => new NotReady({ reason: "registry slow" }) }),
-      Effect.catchTag("RegistryUnavailable", () => new NotReady({ reason: "registry unavailable" }))
+      Effect.catchTag("RegistryUnavailable", (error) =>
+        new NotReady({ reason: error.reason === undefined ? "registry unavailable" : `registry unavailable: ${error.reason}` })
+      )
     )
     const clock = yield* registry.clockReading
     if (clock._tag === "Unsampled") return yield* new NotReady({ reason: "registry time not sampled" })

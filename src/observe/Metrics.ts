@@ -42,6 +42,8 @@ export interface MetricsService {
   readonly refusal: () => void
   /** One Redis script call (a fan-out counts once), how long it took, whether it failed. */
   readonly redisCall: (script: string, seconds: number, failed: boolean) => void
+  /** One failed Redis call, by the kind of its reason (registry/RedisFailure.ts). */
+  readonly registryFailure: (kind: string) => void
   readonly watch: (gauges: Partial<Gauges>) => void
   /** This process's wall clock minus the registry's, at the last sample (docs/deploy.md "Clocks"). */
   readonly clockOffset: (offsetMs: number) => void
@@ -69,6 +71,7 @@ export const metricsOff: MetricsService = {
   resolve: () => undefined,
   refusal: () => undefined,
   redisCall: () => undefined,
+  registryFailure: () => undefined,
   watch: () => undefined,
   clockOffset: () => undefined,
   clockOutOfBound: () => undefined,
@@ -125,6 +128,12 @@ export const makeMetrics = (): MetricsService => {
   const refusals = new Counter({
     name: "pinboard_refusals_total",
     help: "In-band refusals (Pinned-Refusal) from workers; each is also a nack against the worker.",
+    registers: [registry]
+  })
+  const registryFailures = new Counter({
+    name: "pinboard_registry_failures_total",
+    help: "Failed Redis calls, by reason: refused, timeout, closed, auth, permission, tls, dns, cluster, sentinel or other.",
+    labelNames: ["reason"] as const,
     registers: [registry]
   })
   const redisSeconds = new Histogram({
@@ -192,6 +201,7 @@ export const makeMetrics = (): MetricsService => {
       redisSeconds.observe({ script }, seconds)
       if (failed) redisErrors.inc({ script })
     },
+    registryFailure: (kind) => registryFailures.inc({ reason: kind }),
     watch: (given) => {
       if (given.inflight !== undefined) gauges.inflight = given.inflight
       if (given.tunnels !== undefined) gauges.tunnels = given.tunnels

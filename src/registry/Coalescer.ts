@@ -4,7 +4,6 @@
 // and then leave together, so under load a heartbeat costs a share of a call instead of a call
 // per bucket. Each write still runs on its own, in arrival order, atomically per bucket.
 import { Effect } from "effect"
-import type { FanOut } from "./RegistryBackend.js"
 
 /** One bucket's call: the entries of every write for it, in order. */
 export interface BucketCall {
@@ -20,15 +19,22 @@ const MAX_WRITES = 128
 /** The longest a write waits for the call before it to be answered. */
 const MAX_WAIT_MS = 10
 
+/** A write's outcome: each reached bucket's reply to its entry, the buckets not reached and why the first was not. */
+export interface Coalesced<A> {
+  readonly reached: ReadonlyArray<readonly [number, A]>
+  readonly unreached: ReadonlyArray<number>
+  readonly cause?: unknown
+}
+
 interface Write {
   readonly buckets: ReadonlyArray<number>
   readonly args: ReadonlyArray<string>
-  readonly resume: (out: Effect.Effect<FanOut<unknown>>) => void
+  readonly resume: (out: Effect.Effect<Coalesced<unknown>>) => void
 }
 
 export const makeCoalescer = (
   send: (calls: ReadonlyArray<BucketCall>) => Promise<ReadonlyArray<BucketAnswer>>
-): (<A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) => Effect.Effect<FanOut<A>>) => {
+): (<A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) => Effect.Effect<Coalesced<A>>) => {
   let queue: Array<Write> = []
   let inFlight = 0
   /** The flush waiting for the calls in flight, or their MAX_WAIT_MS. */
@@ -74,7 +80,7 @@ export const makeCoalescer = (
   }
 
   return <A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) =>
-    Effect.async<FanOut<A>>((resume) => {
+    Effect.async<Coalesced<A>>((resume) => {
       queue.push({ buckets, args, resume: resume as Write["resume"] })
       if (queue.length > 1) return
       if (inFlight === 0) process.nextTick(flush)

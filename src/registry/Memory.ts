@@ -19,6 +19,7 @@ export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): Memo
   const one = <A>(bucket: number, f: (bucket: Model.BucketState) => A) => Effect.sync(() => f(state[bucket]!))
   return {
     buckets,
+    failing: () => undefined,
     register: (now, registration, only) => each((b) => Model.register(b, now, registration, policy), only),
     heartbeat: (now, beat) => each((b) => Model.heartbeat(b, now, beat, policy)),
     deregister: (_now, worker, incarnation) => each((b) => Model.deregister(b, worker, incarnation)),

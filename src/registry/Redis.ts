@@ -5,12 +5,13 @@
 // goes as one pipeline per shard (one in all on a single server) and reports bucket by
 // bucket, so a dead shard fails only its own buckets.
 import keySlot from "cluster-key-slot"
-import { Effect, type Scope } from "effect"
+import { Effect, Runtime, type Scope } from "effect"
 import { Cluster } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
 import type { MetricsService } from "../observe/Metrics.js"
 import { makeBatcher } from "./Batcher.js"
-import { makeCoalescer, type BucketAnswer, type BucketCall } from "./Coalescer.js"
+import { makeCoalescer, type BucketAnswer, type BucketCall, type Coalesced } from "./Coalescer.js"
+import { makeRedisHealth, type RedisHealth } from "./RedisHealth.js"
 import { propose } from "./MembershipView.js"
 import { makeRedisViews } from "./RedisView.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
@@ -74,11 +75,17 @@ export const makeRedisBackend = (
     readonly buckets: number
     readonly policy: RegistryPolicy
     readonly observe?: ObserveCall
+    /** Told of every failure, to say why Redis fails (RedisHealth.ts); silent when omitted. */
+    readonly health?: RedisHealth
     /** Test seam: how the membership views are made (a test may hold one stale). */
     readonly makeViews?: typeof makeRedisViews
   }
 ): RegistryBackend => {
-  const { prefix, buckets, policy, observe, makeViews = makeRedisViews } = options
+  const { prefix, buckets, policy, observe, health = silentHealth, makeViews = makeRedisViews } = options
+  const unavailable = (cause: unknown) => new RegistryUnavailable({ cause, reason: health.failed(cause).reason })
+  /** Bucket by bucket answers as a fan-out's outcome. */
+  const fanOutOf = <A>(out: Coalesced<A>): FanOut<A> =>
+    out.cause === undefined ? { reached: out.reached, unreached: out.unreached } : { reached: out.reached, unreached: out.unreached, failure: unavailable(out.cause) }
   const tags = Array.from({ length: buckets }, (_, b) => `{${prefix}:${b}}`)
   const commands = client as unknown as Record<string, (...args: Array<string>) => Promise<unknown>>
 
@@ -92,33 +99,34 @@ export const makeRedisBackend = (
     return invoke(name, [`${tag}:cold`, tag, String(now), ...args])
   }
   const attempt = <A>(run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (cause) => new RegistryUnavailable({ cause }) })
+    Effect.tryPromise({ try: run, catch: unavailable })
   const one = (name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) =>
     attempt(() => call(name, bucket, now, args))
   const all = tags.map((_, bucket) => bucket)
   const every = (name: ScriptName, now: number, args: ReadonlyArray<string>, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<unknown>> =>
     Effect.promise(() =>
       observed(observe, name, () => fanOut(client, tags, only.map((bucket) => ({ bucket, args: [String(now), ...args] })), `pinboard_${name}`), (out) => out.some((a) => !a.ok))
-    ).pipe(Effect.map((answers) => fanOutOf(answers)))
+    ).pipe(Effect.map((answers) => fanOutOf(coalescedOf(answers))))
   // Membership writes, coalesced per bucket across workers: fleet.lua's entries.
-  const fleetWrite = makeCoalescer((calls) =>
+  const coalescedWrite = makeCoalescer((calls) =>
     observed(observe, "fleet", () => fanOut(client, tags, calls.map((c) => ({ bucket: c.bucket, args: ["0", ...c.args] })), "pinboard_fleet"), (out) =>
       out.some((a) => !a.ok)
     )
   )
+  const fleetWrite = (buckets: ReadonlyArray<number>, entry: ReadonlyArray<string>) => Effect.map(coalescedWrite(buckets, entry), fanOutOf)
   const minLeaseLeft = minLeaseLeftMs(policy.leaseMs)
   // The resolve batch's arguments before its queries, made once per bucket: keys, then RedisWire's.
   const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)])
   const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<unknown>> =>
     // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
     invoke("resolve", resolveHeads[bucket]!.concat(queries)) as Promise<ReadonlyArray<unknown>>
-  const resolveBatched = makeBatcher(buckets, sendResolves, (cause) => new RegistryUnavailable({ cause }))
+  const resolveBatched = makeBatcher(buckets, sendResolves, unavailable)
   const views = makeViews(buckets, (bucket, now, args) => call("view", bucket, now, args), minLeaseLeft)
   // A view page that decodes as unexpected is a defect, not the registry being unavailable.
   const absorb = (bucket: number, now: number, payload: ViewPayload) =>
     Effect.tryPromise({
       try: () => views.absorb(bucket, now, payload),
-      catch: (cause) => (cause instanceof UnexpectedReply ? cause : new RegistryUnavailable({ cause }))
+      catch: (cause) => (cause instanceof UnexpectedReply ? cause : unavailable(cause))
     }).pipe(Effect.catchTag("UnexpectedReply", Effect.die))
 
   /** Placements under way in this Pinboard, by bucket and row key: an AskAgain reply waits for its id's. */
@@ -206,8 +214,12 @@ export const makeRedisBackend = (
     // On a cluster, the first master to answer: a dead or hung shard must leave the registry
     // neither without a time nor slow to sample it (docs/deploy.md "Clocks").
     time: attempt(() => (client instanceof Cluster ? Promise.any(client.nodes("master").map((node) => node.time())) : client.time())).pipe(
-      Effect.map(decodeTime)
-    )
+      Effect.map((reply) => {
+        health.sampled()
+        return decodeTime(reply)
+      })
+    ),
+    failing: () => health.current()?.reason
   }
 }
 
@@ -226,8 +238,8 @@ const eachReply = <A>(decode: (reply: unknown) => A) =>
 
 const withoutAnswers = (out: FanOut<unknown>): FanOut<void> => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) })
 
-/** Bucket by bucket answers as a fan-out's outcome. */
-const fanOutOf = (answers: ReadonlyArray<BucketAnswer>): FanOut<unknown> => {
+/** Bucket by bucket answers, as the coalescer reports them. */
+const coalescedOf = (answers: ReadonlyArray<BucketAnswer>): Coalesced<unknown> => {
   const failed = answers.filter((a) => !a.ok)
   return {
     reached: answers.filter((a) => a.ok).map((a) => [a.bucket, a.value] as const),
@@ -235,6 +247,8 @@ const fanOutOf = (answers: ReadonlyArray<BucketAnswer>): FanOut<unknown> => {
     ...(failed.length > 0 ? { cause: failed[0]!.value } : {})
   }
 }
+
+const silentHealth = makeRedisHealth({ failing: () => undefined, answering: () => undefined, count: () => undefined })
 
 /** `buckets` grouped by shard (by the nodes serving their hash tag's slot); one group on a single server. */
 const byShard = (client: RedisClient, tags: ReadonlyArray<string>, buckets: ReadonlyArray<number>): ReadonlyArray<ReadonlyArray<number>> => {
@@ -279,6 +293,14 @@ interface RedisBackendOptions {
 
 /** The registry on Redis: connected now, disconnected when the scope closes. */
 export const redisBackend = (options: RedisBackendOptions, metrics: MetricsService): Effect.Effect<RegistryBackend, never, Scope.Scope> =>
-  Effect.map(connectRedis(options.target), (client) =>
-    makeRedisBackend(client, { ...options, ...(metrics.enabled ? { observe: metrics.redisCall } : {}) })
-  )
+  Effect.gen(function* () {
+    // The failures are noticed outside any fiber (a connection's events, a call's rejection).
+    const log = Runtime.runFork(yield* Effect.runtime<never>())
+    const health = makeRedisHealth({
+      failing: (failure) => void log(Effect.logWarning("registry failing").pipe(Effect.annotateLogs({ reason: failure.reason, kind: failure.kind }))),
+      answering: (after) => void log(Effect.logInfo("registry answering again").pipe(Effect.annotateLogs({ after: after.reason }))),
+      count: metrics.registryFailure
+    })
+    const client = yield* connectRedis(options.target, health)
+    return makeRedisBackend(client, { ...options, health, ...(metrics.enabled ? { observe: metrics.redisCall } : {}) })
+  })

@@ -1,8 +1,12 @@
-// The connection to Redis (docs/protocol.md): one server or a Cluster, options that make every failure
+// The connection to Redis (docs/protocol.md): one server, a Cluster or a server behind Sentinels, options that make every failure
 // fast, and the Lua scripts defined once per client, each called by sha as `pinboard_<name>`.
 import { readFileSync } from "node:fs"
-import { Effect } from "effect"
+import type { ConnectionOptions } from "node:tls"
+import { Effect, Redacted } from "effect"
 import { Cluster, Redis } from "ioredis"
+import type { PinboardConfig } from "../config/Schema.js"
+import type { RedisFileContents } from "../config/RedisFiles.js"
+import type { RedisHealth } from "./RedisHealth.js"
 
 /**
  * Upper bound on one Redis call: Redis slow or unreachable is a 503, never a hang. Enforced
@@ -76,10 +80,73 @@ export const clusterNodes = (entries: ReadonlyArray<string>): Array<{ host: stri
     return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(entry.slice(colon + 1)) }
   })
 
-/** Where the registry's Redis is: a server's URL, or a Cluster's seed nodes. */
+/**
+ * Where the registry's Redis is and how to reach it (docs/config.md "Redis"): one server's URL,
+ * a Cluster's seed nodes or a set of Sentinels, and the user, password and TLS every node and
+ * sentinel of that mode is reached with.
+ */
 export interface RedisTarget {
   readonly url: string | undefined
   readonly cluster: ReadonlyArray<string> | undefined
+  readonly sentinels?: ReadonlyArray<string> | undefined
+  readonly sentinelMaster?: string | undefined
+  readonly username?: string | undefined
+  readonly password?: Redacted.Redacted<string> | undefined
+  readonly sentinelUsername?: string | undefined
+  readonly sentinelPassword?: Redacted.Redacted<string> | undefined
+  /** TLS options; undefined: plain TCP (a rediss:// URL still turns TLS on). */
+  readonly tls?: ConnectionOptions | undefined
+}
+
+/** The target a configuration's `redis` section names, with its files' contents (config/RedisFiles.ts). */
+export const redisTargetOf = (settings: PinboardConfig["redis"], files: RedisFileContents): RedisTarget => ({
+  url: settings.url,
+  cluster: settings.cluster,
+  sentinels: settings.sentinels,
+  sentinelMaster: settings.sentinelMaster,
+  username: settings.username,
+  password: files.password,
+  sentinelUsername: settings.sentinelUsername,
+  sentinelPassword: settings.sentinelPassword,
+  tls:
+    settings.tls || files.ca !== undefined || files.cert !== undefined || settings.tlsServername !== undefined
+      ? dropUndefined({ ca: files.ca, cert: files.cert, key: files.key, servername: settings.tlsServername })
+      : undefined
+})
+
+const dropUndefined = <A extends object>(fields: A): A => Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as A
+
+/** The user, password and TLS of every connection to a node (a URL's own user and password win). */
+const nodeOptions = (target: RedisTarget) =>
+  dropUndefined({
+    username: target.username,
+    password: target.password === undefined ? undefined : Redacted.value(target.password),
+    tls: target.tls
+  })
+
+const newClient = (target: RedisTarget): RedisClient => {
+  if (target.cluster !== undefined) {
+    return new Cluster(clusterNodes(target.cluster), { ...clusterOptions, redisOptions: { ...clientOptions, ...nodeOptions(target) } })
+  }
+  if (target.sentinels !== undefined) {
+    return new Redis({
+      ...clientOptions,
+      ...nodeOptions(target),
+      lazyConnect: true,
+      sentinels: clusterNodes(target.sentinels),
+      name: target.sentinelMaster!,
+      role: "master",
+      // Told of a failover by the sentinels themselves (+switch-master), not only by a failing command.
+      failoverDetector: true,
+      ...dropUndefined({
+        sentinelUsername: target.sentinelUsername,
+        sentinelPassword: target.sentinelPassword === undefined ? undefined : Redacted.value(target.sentinelPassword),
+        enableTLSForSentinelMode: target.tls !== undefined ? true : undefined,
+        sentinelTLS: target.tls
+      })
+    })
+  }
+  return new Redis(target.url!, { ...clientOptions, ...nodeOptions(target), lazyConnect: true })
 }
 
 /**
@@ -107,16 +174,14 @@ const firstConnect = (client: RedisClient): Promise<void> =>
   })
 
 /** A client with the scripts defined, connected (or reconnecting), disconnected when the scope closes. */
-export const connectRedis = (target: RedisTarget) =>
+export const connectRedis = (target: RedisTarget, health?: RedisHealth) =>
   Effect.acquireRelease(
     Effect.promise(async (): Promise<RedisClient> => {
-      const client =
-        target.cluster !== undefined
-          ? new Cluster(clusterNodes(target.cluster), clusterOptions)
-          : new Redis(target.url!, { ...clientOptions, lazyConnect: true })
-      client.on("error", () => {
-        // Connection errors surface as RegistryUnavailable on each call; ioredis reconnects.
-      })
+      const client = newClient(target)
+      // ioredis reconnects by itself; a connection's error is why the calls after it fail.
+      client.on("error", (error: unknown) => health?.connectionFailed(error))
+      client.on("node error", (error: unknown, node: unknown) => health?.connectionFailed(error, typeof node === "string" ? node : undefined))
+      client.on("ready", () => health?.connected())
       defineScripts(client)
       await firstConnect(client)
       return client

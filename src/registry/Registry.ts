@@ -145,7 +145,8 @@ export const sweepSchedule = (leaseMs: number) => Schedule.spaced(Duration.milli
  */
 const sweepForever = (registry: RegistryService) =>
   registry.sweep.pipe(
-    Effect.catchAll((error) => Effect.logWarning("registry sweep failed", error)),
+    // Why the registry is down is logged once, where it is noticed (RedisHealth.ts, RegistryClock.ts).
+    Effect.catchAll((error) => Effect.logDebug("registry sweep failed").pipe(Effect.annotateLogs({ error: error._tag }))),
     Effect.catchAllDefect((defect) => Effect.logError("registry sweep failed", defect)),
     Effect.repeat(sweepSchedule(registry.leaseMs)),
     Effect.forkScoped
@@ -179,7 +180,7 @@ const byDeadline = (a: WindDownDue, b: WindDownDue): number =>
 
 /** A fan-out that reached no bucket at all is the registry being unavailable. */
 const reachedAny = <A>(out: FanOut<A>): Effect.Effect<FanOut<A>, RegistryUnavailable> =>
-  out.reached.length > 0 ? Effect.succeed(out) : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
+  out.reached.length > 0 ? Effect.succeed(out) : Effect.fail(out.failure ?? new RegistryUnavailable({}))
 
 /**
  * A registration that names hostnames, in bucket 0 first and in the other buckets only when its
@@ -202,7 +203,7 @@ const registerBindingFirst = (
 
 /** A fan-out that must reach every bucket (a retry finishes the job: these calls are idempotent). */
 const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
-  out.unreached.length === 0 ? Effect.void : Effect.fail(new RegistryUnavailable({ cause: out.cause }))
+  out.unreached.length === 0 ? Effect.void : Effect.fail(out.failure ?? new RegistryUnavailable({}))
 
 /** Workers per placement count call: each script call does a bounded slice (docs/protocol.md "Cost at scale"). */
 const HELD_SLICE = 256

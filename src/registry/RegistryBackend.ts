@@ -29,13 +29,15 @@ export interface FanOut<A> {
   readonly reached: ReadonlyArray<readonly [number, A]>
   readonly unreached: ReadonlyArray<number>
   /** Why the first unreached bucket was not reached. */
-  readonly cause?: unknown
+  readonly failure?: RegistryUnavailable
 }
 
 type Every<A> = Effect.Effect<FanOut<A>>
 
 export interface RegistryBackend {
   readonly buckets: number
+  /** Why the backend is failing now (docs/operations.md "Logs"), if it is: for /readyz. */
+  readonly failing: () => string | undefined
   // every bucket, one round trip per shard
   /** Every bucket, or only `buckets` (in bucket order) when given. */
   readonly register: (now: number, registration: WorkerRegistration, buckets?: ReadonlyArray<number>) => Every<RegisterOutcome>

@@ -4,6 +4,7 @@
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { redisSection } from "../support/TestConfig.js"
 import type { PinboardConfig } from "../../src/Config.js"
 import { startRedisServer, type RedisServer } from "../support/RedisServer.js"
 import { startPinboard, type TestPinboard } from "../support/TestPinboard.js"
@@ -190,7 +191,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
   const start = (overrides: Partial<PinboardConfig> = {}) =>
     startPinboard({
       leaseMs: LEASE_MS,
-      ...(redis ? { redis: { url: redisServer!.url, cluster: undefined, prefix: `pbtest${++prefixes}` } } : {}),
+      ...(redis ? { redis: redisSection({ url: redisServer!.url, prefix: `pbtest${++prefixes}` }) } : {}),
       ...overrides
     })
 
@@ -974,7 +975,7 @@ describe("Redis outage", () => {
   it("turns /readyz 503 and registry calls 503 with Retry-After: 1 quickly, then resumes on a new redis-server on the same port", async () => {
     const worker = await startWorker("w1")
     let redis = await startRedisServer()
-    const pb = await startPinboard({ leaseMs: LEASE_MS, redis: { url: redis.url, cluster: undefined, prefix: "pb" } })
+    const pb = await startPinboard({ leaseMs: LEASE_MS, redis: redisSection({ url: redis.url, prefix: "pb" }) })
     try {
       const body = { worker: "w1", advertiseUrl: worker.url, namespaces: ["/threads"], headroom: 1 }
       const registered = await register(pb, body)
@@ -1044,7 +1045,7 @@ describe("Redis outage", () => {
   it("a redis-server that stops answering (SIGSTOP) gives 503s within the 1 s registry timeout, never a hang", async () => {
     const worker = await startWorker("w1")
     const redis = await startRedisServer()
-    const pb = await startPinboard({ leaseMs: LEASE_MS, redis: { url: redis.url, cluster: undefined, prefix: "pb" } })
+    const pb = await startPinboard({ leaseMs: LEASE_MS, redis: redisSection({ url: redis.url, prefix: "pb" }) })
     let paused = false
     try {
       const body = { worker: "w1", advertiseUrl: worker.url, namespaces: ["/threads"], headroom: 1 }

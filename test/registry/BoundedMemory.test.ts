@@ -8,7 +8,7 @@ import { AppConfig } from "../../src/AppConfig.js"
 import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
 import * as Registry from "../../src/registry/Registry.js"
 import { countKeys, useRedis } from "../support/RedisBackend.js"
-import { configForTests } from "../support/TestConfig.js"
+import { configForTests, redisSection } from "../support/TestConfig.js"
 import { poll, scaled } from "../support/Time.js"
 
 const LEASE = 15_000
@@ -37,7 +37,7 @@ describe("bounded memory on Redis", () => {
         const config = configForTests({
           leaseMs: LEASE,
           buckets: BUCKETS,
-          redis: { url: `redis://127.0.0.1:${redis.server.port}`, cluster: undefined, prefix: "bounded" }
+          redis: redisSection({ url: `redis://127.0.0.1:${redis.server.port}`, prefix: "bounded" })
         })
         const layer = Registry.Registry.layer.pipe(
           Layer.provide(RegistryClock.layerTest(localRegistryClock)),

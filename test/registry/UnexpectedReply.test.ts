@@ -4,6 +4,7 @@
 // retries for ever), and Pinboard answers `500 internal error`. The forged replies come from a
 // script redefined on a test's own client, or from the real resolve.lua over a forged row.
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { redisSection } from "../support/TestConfig.js"
 import { Cause, Effect, Exit, Option, TestClock } from "effect"
 import type { Redis } from "ioredis"
 import { bucketOf } from "../../src/contract/Bucket.js"
@@ -132,7 +133,7 @@ describe("an unexpected reply from Redis, through the registry", () => {
 describe("an unexpected reply from Redis, through Pinboard", () => {
   let pinboard: TestPinboard
   beforeAll(async () => {
-    pinboard = await startPinboard({ redis: { url: redis.server.url, cluster: undefined, prefix: "http" } })
+    pinboard = await startPinboard({ redis: redisSection({ url: redis.server.url, prefix: "http" }) })
   })
   afterAll(() => pinboard?.stop())
 

@@ -13,3 +13,7 @@ export const configForTests = (overrides: Partial<PinboardConfig> = {}): Pinboar
     ? { ...config, nack: { ...config.nack, windowMs: overrides.leaseMs } }
     : config
 }
+
+/** The `redis` section with every default and these fields, as the file would give them. */
+export const redisSection = (fields: Record<string, unknown>): PinboardConfig["redis"] =>
+  Schema.decodeUnknownSync(PinboardConfigSchema)({ token: "test-token", redis: fields }).redis
