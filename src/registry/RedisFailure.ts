@@ -27,6 +27,9 @@ const messageOf = (error: unknown): string => {
 /** What a failure says when it is only the sign of a connection down (ioredis's own words). */
 const CONNECTION_DOWN = /Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/
 
+/** Whether a failure only says the connection is down, not why. */
+export const isConnectionDown = (error: unknown): boolean => CONNECTION_DOWN.test(messageOf(error))
+
 const kindOf = (code: string, message: string): RedisFailureKind => {
   if (/^(WRONGPASS|NOAUTH)\b|invalid password|AUTH failed/i.test(message)) return "auth"
   if (/^NOPERM\b/.test(message)) return "permission"

@@ -4,7 +4,7 @@
 // answers again. /readyz shows the current reason. A call that only says the connection is down
 // is described by the connection's own last error (the TLS handshake, WRONGPASS, the refused
 // socket), which ioredis reports as an event, not on the call.
-import { describeRedisFailure, type RedisFailure, type RedisFailureKind } from "./RedisFailure.js"
+import { describeRedisFailure, isConnectionDown, type RedisFailure, type RedisFailureKind } from "./RedisFailure.js"
 
 export interface RedisHealthReport {
   readonly failing: (failure: RedisFailure) => void
@@ -49,6 +49,8 @@ export const makeRedisHealth = (report: RedisHealthReport): RedisHealth => {
       return note(failure)
     },
     connectionFailed: (error, node) => {
+      // ioredis also reports its own "stream not writeable" on a connection already known down.
+      if (isConnectionDown(error)) return
       connectionError = error
       const failure = describeRedisFailure(error)
       note(node === undefined ? failure : { ...failure, reason: `${failure.reason} (node ${node})` })
