@@ -125,3 +125,133 @@ export const startSecureRedis = async (options: SecureRedisOptions): Promise<Sec
   }
   return { port, pid: child.pid!, cli, stop }
 }
+
+/** The name the test sentinels monitor. */
+export const SENTINEL_MASTER = "pinboard-master"
+/** The sentinels' own password (`requirepass` in their configuration). */
+export const SENTINEL_PASSWORD = "sentinel-secret"
+
+export interface SentinelSet {
+  /** `host:port,...` of the three sentinels. */
+  readonly sentinels: string
+  readonly masterPort: number
+  readonly replicaPort: number
+  /** Runs redis-cli as the admin on a data node. */
+  readonly cli: (port: number, ...args: ReadonlyArray<string>) => string
+  /** The master's port as the sentinels report it now. */
+  readonly currentMasterPort: () => number | undefined
+  /** Kills the master's redis-server (SIGKILL). */
+  readonly killMaster: () => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+interface Started {
+  readonly child: ChildProcess
+  readonly dir: string
+}
+
+const waitFor = async (what: string, child: ChildProcess, check: () => boolean): Promise<void> =>
+  poll(
+    () => {
+      if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`)
+      try {
+        return check()
+      } catch {
+        return false
+      }
+    },
+    { timeoutMs: 15_000, reason: what }
+  ).then(() => undefined)
+
+/**
+ * A master and a replica (plain TCP, default user off, the admin and `users`), watched by three
+ * sentinels (quorum 2, down after 1 s) that require SENTINEL_PASSWORD.
+ */
+export const startSentinelSet = async (users: ReadonlyArray<string>): Promise<SentinelSet> => {
+  const started: Array<Started> = []
+  const stopAll = () => Promise.all(started.map((s) => stopChild(s.child, s.dir))).then(() => undefined)
+  const cli = (port: number, ...args: ReadonlyArray<string>): string =>
+    execFileSync("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "--user", ADMIN.user, "--pass", ADMIN.password, "--no-auth-warning", ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 5000
+    }).trim()
+  const sentinelCli = (port: number, ...args: ReadonlyArray<string>): string =>
+    execFileSync("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "-a", SENTINEL_PASSWORD, "--no-auth-warning", ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 5000
+    }).trim()
+
+  const dataNode = async (replicaOf?: number): Promise<{ port: number; started: Started }> => {
+    const port = await freePort()
+    const dir = mkdtempSync(join(tmpdir(), "pinboard-redis-sentinel-"))
+    const acl = [`default off`, `${ADMIN.user} on >${ADMIN.password} ~* &* +@all`, ...users]
+    writeFileSync(join(dir, "users.acl"), acl.map((rule) => `user ${rule}\n`).join(""))
+    const replication = replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(replicaOf), "--masteruser", ADMIN.user, "--masterauth", ADMIN.password]
+    const child = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--aclfile", join(dir, "users.acl"), "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning", ...replication],
+      { stdio: "ignore" }
+    )
+    const node = { child, dir }
+    started.push(node)
+    await waitFor(`redis-server on ${port}`, child, () => cli(port, "PING") === "PONG")
+    return { port, started: node }
+  }
+
+  try {
+    const master = await dataNode()
+    const replica = await dataNode(master.port)
+    await waitFor("the replica in sync", replica.started.child, () => /master_link_status:up/.test(cli(replica.port, "INFO", "replication")))
+    const sentinelPorts: Array<number> = []
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort()
+      const dir = mkdtempSync(join(tmpdir(), "pinboard-sentinel-"))
+      const conf = join(dir, "sentinel.conf")
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          "bind 127.0.0.1",
+          `dir ${dir}`,
+          `requirepass ${SENTINEL_PASSWORD}`,
+          `sentinel sentinel-pass ${SENTINEL_PASSWORD}`,
+          `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${master.port} 2`,
+          `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
+          `sentinel failover-timeout ${SENTINEL_MASTER} 4000`,
+          `sentinel parallel-syncs ${SENTINEL_MASTER} 1`,
+          `sentinel auth-user ${SENTINEL_MASTER} ${ADMIN.user}`,
+          `sentinel auth-pass ${SENTINEL_MASTER} ${ADMIN.password}`,
+          ""
+        ].join("\n")
+      )
+      const child = spawn("redis-server", [conf, "--sentinel"], { stdio: "ignore" })
+      started.push({ child, dir })
+      sentinelPorts.push(port)
+      await waitFor(`sentinel on ${port}`, child, () => sentinelCli(port, "PING") === "PONG")
+    }
+    // Each sentinel knows the replica and the two others before the test may fail the master.
+    for (const port of sentinelPorts) {
+      await waitFor(`sentinel on ${port} to know its peers`, started[0]!.child, () => {
+        const master = sentinelCli(port, "SENTINEL", "master", SENTINEL_MASTER)
+        return /num-other-sentinels\n2\b/.test(master) && /num-slaves\n1\b/.test(master)
+      })
+    }
+    return {
+      sentinels: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(","),
+      masterPort: master.port,
+      replicaPort: replica.port,
+      cli,
+      currentMasterPort: () => {
+        const answer = sentinelCli(sentinelPorts[0]!, "SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER).split("\n")
+        return answer.length === 2 ? Number(answer[1]) : undefined
+      },
+      killMaster: () => stopChild(master.started.child, master.started.dir),
+      stop: stopAll
+    }
+  } catch (error) {
+    await stopAll()
+    throw error
+  }
+}
