@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { ConfigInvalid, loadConfig, type PinboardConfig, takeoverOf } from "../src/Config.js"
+import { readRedisFiles } from "../src/config/RedisFiles.js"
 import { configForTests } from "./support/TestConfig.js"
 
 const dir = mkdtempSync(join(tmpdir(), "pinboard-config-"))
@@ -39,7 +40,7 @@ const DEFAULTS = {
   port: 8080,
   host: "0.0.0.0",
   token: "deployment-secret",
-  redis: { url: undefined, cluster: undefined, prefix: "pb" },
+  redis: { url: undefined, cluster: undefined, sentinels: undefined, sentinelMaster: undefined, prefix: "pb", username: undefined, password: undefined, passwordFile: undefined, sentinelUsername: undefined, sentinelPassword: undefined, tls: false, tlsCa: undefined, tlsCert: undefined, tlsKey: undefined, tlsServername: undefined },
   registry: { maxClockOffsetMs: 1000 },
   buckets: 16,
   leaseMs: 15000,
@@ -96,7 +97,7 @@ describe("precedence: environment > file > defaults", () => {
         balanceFactor: 2
       })
       expect(config.port).toBe(9000)
-      expect(config.redis).toStrictEqual({ url: undefined, cluster: undefined, prefix: "file" })
+      expect(config.redis).toStrictEqual({ url: undefined, cluster: undefined, sentinels: undefined, sentinelMaster: undefined, prefix: "file", username: undefined, password: undefined, passwordFile: undefined, sentinelUsername: undefined, sentinelPassword: undefined, tls: false, tlsCa: undefined, tlsCert: undefined, tlsKey: undefined, tlsServername: undefined })
       expect(config.leaseMs).toBe(4000)
       expect(config.forwards).toStrictEqual({ timeoutMs: 500, maxInflight: 1024 })
       expect(config.balanceFactor).toBe(2)
@@ -219,7 +220,7 @@ describe("precedence: environment > file > defaults", () => {
         Effect.flip,
         Effect.map((e) => e.message)
       )
-      expect(both).toBe("redis: expected either url (PINBOARD_REDIS_URL) or cluster (PINBOARD_REDIS_CLUSTER), not both")
+      expect(both).toBe("redis: expected one of url (PINBOARD_REDIS_URL), cluster (PINBOARD_REDIS_CLUSTER) or sentinels (PINBOARD_REDIS_SENTINELS), not several")
     }))
 })
 
@@ -321,8 +322,18 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
       name: "url and cluster together (environment and file)",
       env: { PINBOARD_REDIS_URL: "redis://cache:6379" },
       file: { redis: { cluster: ["a:7000"] } },
-      message: "redis: expected either url (PINBOARD_REDIS_URL) or cluster (PINBOARD_REDIS_CLUSTER), not both"
+      message: "redis: expected one of url (PINBOARD_REDIS_URL), cluster (PINBOARD_REDIS_CLUSTER) or sentinels (PINBOARD_REDIS_SENTINELS), not several"
     },
+    { name: "sentinels without the master's name", env: { PINBOARD_REDIS_SENTINELS: "s1:26379,s2:26379" }, message: "redis.sentinelMaster: expected the name the sentinels monitor (PINBOARD_REDIS_SENTINEL_MASTER) with sentinels" },
+    { name: "a master's name without sentinels", env: { PINBOARD_REDIS_SENTINEL_MASTER: "mymaster" }, message: `PINBOARD_REDIS_SENTINEL_MASTER: expected sentinels (PINBOARD_REDIS_SENTINELS) to be set with it, got "mymaster"` },
+    { name: "a sentinel password without sentinels", env: { PINBOARD_REDIS_URL: "redis://cache:6379", PINBOARD_REDIS_SENTINEL_PASSWORD: "s3cret" }, message: "PINBOARD_REDIS_SENTINEL_PASSWORD: expected sentinels (PINBOARD_REDIS_SENTINELS) to be set with it" },
+    { name: "sentinel entry without a port", env: { PINBOARD_REDIS_SENTINELS: "s1", PINBOARD_REDIS_SENTINEL_MASTER: "m" }, message: `PINBOARD_REDIS_SENTINELS: expected a comma-separated list of host:port, got "s1"` },
+    { name: "url and sentinels together", env: { PINBOARD_REDIS_URL: "redis://cache:6379", PINBOARD_REDIS_SENTINELS: "s1:26379", PINBOARD_REDIS_SENTINEL_MASTER: "m" }, message: "redis: expected one of url (PINBOARD_REDIS_URL), cluster (PINBOARD_REDIS_CLUSTER) or sentinels (PINBOARD_REDIS_SENTINELS), not several" },
+    { name: "password and password file together", env: { PINBOARD_REDIS_PASSWORD: "s3cret", PINBOARD_REDIS_PASSWORD_FILE: "/run/secrets/redis" }, message: `PINBOARD_REDIS_PASSWORD_FILE: expected either password (PINBOARD_REDIS_PASSWORD) or passwordFile (PINBOARD_REDIS_PASSWORD_FILE), not both, got "/run/secrets/redis"` },
+    { name: "empty password", file: { redis: { password: "" } }, message: "redis.password: expected a non-empty string" },
+    { name: "client certificate without its key", env: { PINBOARD_REDIS_TLS: "1", PINBOARD_REDIS_TLS_CERT: "/etc/pinboard/client.crt" }, message: "redis.tlsKey: expected tlsCert (PINBOARD_REDIS_TLS_CERT) and tlsKey (PINBOARD_REDIS_TLS_KEY) together" },
+    { name: "a CA without TLS on", env: { PINBOARD_REDIS_URL: "redis://cache:6379", PINBOARD_REDIS_TLS_CA: "/etc/pinboard/ca.crt" }, message: `PINBOARD_REDIS_TLS_CA: expected tls (PINBOARD_REDIS_TLS=1) or a rediss:// url with it, got "/etc/pinboard/ca.crt"` },
+    { name: "TLS not a flag", env: { PINBOARD_REDIS_TLS: "yes" }, message: `PINBOARD_REDIS_TLS: expected 1, 0, true or false, got "yes"` },
     { name: "bad affinity kind", file: { affinity: { key: "query:x" } }, message: `affinity.key: expected ip, header:<name> or cookie:<name>, got "query:x"` },
     { name: "affinity header without a name", file: { affinity: { key: "header:" } }, message: `affinity.key: expected ip, header:<name> or cookie:<name>, got "header:"` },
     { name: "bad takeover", file: { envs: { prod: { takeover: "kill" } } }, message: `envs.prod.takeover: expected "wind_down" or "deny", got "kill"` },
@@ -419,4 +430,43 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
       )
       expect(message).toMatch(new RegExp(`^config file "${dir}" \\(from --config\\): cannot read it \\(EISDIR`))
     }))
+})
+
+describe("the files of the Redis settings (docs/config.md), read at start", () => {
+  const PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+  const fileWith = (content: string): string => {
+    const path = join(dir, `redis-file-${++files}`)
+    writeFileSync(path, content)
+    return path
+  }
+
+  it.effect("the password file's line is the password, without its final line break", () =>
+    Effect.gen(function* () {
+      const config = yield* load({ ...TOKEN, PINBOARD_REDIS_URL: "redis://cache:6379", PINBOARD_REDIS_PASSWORD_FILE: fileWith("s3cret pass\n") })
+      expect(config.redis.passwordFile).toBeDefined()
+      const files = readRedisFiles(config.redis)
+      expect(files._tag === "Right" && files.right.password !== undefined && Redacted.value(files.right.password)).toBe("s3cret pass")
+    })
+  )
+
+  it.effect("a file that cannot be read, an empty password file or a TLS file that is not PEM: exit 2 naming the setting", () =>
+    Effect.gen(function* () {
+      const redis = { ...TOKEN, PINBOARD_REDIS_URL: "rediss://cache:6380" }
+      expect(yield* failure({ ...redis, PINBOARD_REDIS_PASSWORD_FILE: join(dir, "absent") })).toMatch(
+        /^PINBOARD_REDIS_PASSWORD_FILE: cannot read ".*absent" \(ENOENT/
+      )
+      expect(yield* failure({ ...redis, PINBOARD_REDIS_PASSWORD_FILE: fileWith("\n") })).toBe(
+        "PINBOARD_REDIS_PASSWORD_FILE: expected a file holding the password, got an empty one"
+      )
+      const notPem = fileWith("hello")
+      expect(yield* failure({ ...redis, PINBOARD_REDIS_TLS_CA: notPem })).toBe(
+        `PINBOARD_REDIS_TLS_CA: expected a PEM file, got ${JSON.stringify(notPem)} without a "-----BEGIN" line`
+      )
+      expect(yield* failure(TOKEN, { redis: { url: "rediss://cache:6380", tlsCert: fileWith(PEM), tlsKey: join(dir, "absent.key") } })).toMatch(
+        /^redis\.tlsKey: cannot read ".*absent\.key"/
+      )
+      const ok = yield* load({ ...redis, PINBOARD_REDIS_TLS_CA: fileWith(PEM) })
+      expect(ok.redis.tlsCa).toBeDefined()
+    })
+  )
 })

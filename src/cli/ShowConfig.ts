@@ -27,7 +27,7 @@ interface ConfigRow {
 /** The file-shaped value for what it prints, the decoded one for the keys the file shape leaves out when unset. */
 const rowsOf = (encoded: unknown, decoded: unknown, path: ReadonlyArray<string>): Array<ConfigRow> => {
   const key = path[path.length - 1] ?? ""
-  if (SECRET_KEYS.has(key)) return [{ path, value: REDACTED }]
+  if (SECRET_KEYS.has(key)) return [{ path, value: encoded === undefined ? "unset" : REDACTED }]
   if (isPlainObject(encoded) || (encoded === undefined && isPlainObject(decoded))) {
     const keys = new Set([...(isPlainObject(decoded) ? Object.keys(decoded) : []), ...Object.keys(encoded ?? {})])
     if (keys.size > 0) {

@@ -101,7 +101,10 @@ describe("pinboard's command line", () => {
     writeFileSync(file, JSON.stringify({ leaseMs: 5000, host: "10.1.2.3", providers: { staff: { type: "jwt", secret: "hmac-secret-value" } } }))
     const { code, stdout, stderr } = await pinboard(["config", "--config", file, "--host", "127.0.0.1", "--redis-url", "redis://:redis-password@r:6379"], {
       PINBOARD_TOKEN: "deployment-token-value",
-      PINBOARD_BUCKETS: "32"
+      PINBOARD_BUCKETS: "32",
+      PINBOARD_REDIS_USERNAME: "pinboard",
+      PINBOARD_REDIS_PASSWORD: "acl-password-value",
+      PINBOARD_REDIS_TLS: "1"
     })
     expect([code, stderr]).toStrictEqual([0, ""])
     const row = (path: string) => stdout.split("\n").find((line) => line.startsWith(`${path} `))?.split(/\s{2,}/)
@@ -113,7 +116,11 @@ describe("pinboard's command line", () => {
     expect(row("token")).toStrictEqual(["token", "(redacted)", "environment PINBOARD_TOKEN"])
     expect(row("providers.staff.secret")).toStrictEqual(["providers.staff.secret", "(redacted)", `file ${file}`])
     expect(row("redis.url")).toStrictEqual(["redis.url", "redis://:redacted@r:6379", "flag --redis-url"])
-    for (const secret of ["deployment-token-value", "hmac-secret-value", "redis-password"]) expect(stdout).not.toContain(secret)
+    expect(row("redis.username")).toStrictEqual(["redis.username", "pinboard", "environment PINBOARD_REDIS_USERNAME"])
+    expect(row("redis.password")).toStrictEqual(["redis.password", "(redacted)", "environment PINBOARD_REDIS_PASSWORD"])
+    expect(row("redis.tls")).toStrictEqual(["redis.tls", "true", "environment PINBOARD_REDIS_TLS"])
+    expect(row("redis.sentinelPassword")).toStrictEqual(["redis.sentinelPassword", "unset", "default"])
+    for (const secret of ["deployment-token-value", "hmac-secret-value", "redis-password", "acl-password-value"]) expect(stdout).not.toContain(secret)
   })
 
   it("config with an invalid configuration exits 2 naming the mistake", async () => {
