@@ -11,12 +11,13 @@ import { RegistryUnavailable } from "../Errors.js"
 import type { MetricsService } from "../observe/Metrics.js"
 import { makeBatcher } from "./Batcher.js"
 import { makeCoalescer, type BucketAnswer, type BucketCall, type Coalesced } from "./Coalescer.js"
+import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import { makeRedisHealth, type RedisHealth } from "./RedisHealth.js"
 import { propose } from "./MembershipView.js"
 import { makeRedisViews } from "./RedisView.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
 import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
-import { connectRedis, type RedisClient, type RedisTarget, type ScriptName } from "./RedisConnection.js"
+import { connectRedis, makeClusterDiagnosis, type RedisClient, type RedisTarget, type ScriptName } from "./RedisConnection.js"
 import {
   decodeAskReply,
   decodeCasReply,
@@ -77,11 +78,13 @@ export const makeRedisBackend = (
     readonly observe?: ObserveCall
     /** Told of every failure, to say why Redis fails (RedisHealth.ts); silent when omitted. */
     readonly health?: RedisHealth
+    /** On a Cluster, why no master is known (RedisConnection.ts makeClusterDiagnosis). */
+    readonly whyNoMaster?: () => Promise<unknown>
     /** Test seam: how the membership views are made (a test may hold one stale). */
     readonly makeViews?: typeof makeRedisViews
   }
 ): RegistryBackend => {
-  const { prefix, buckets, policy, observe, health = silentHealth, makeViews = makeRedisViews } = options
+  const { prefix, buckets, policy, observe, health = silentHealth, whyNoMaster = noDiagnosis, makeViews = makeRedisViews } = options
   const unavailable = (cause: unknown) => new RegistryUnavailable({ cause, reason: health.failed(cause).reason })
   /** Bucket by bucket answers as a fan-out's outcome. */
   const fanOutOf = <A>(out: Coalesced<A>): FanOut<A> =>
@@ -213,7 +216,7 @@ export const makeRedisBackend = (
     placementsHeld: (now, workers) => Effect.flatMap(every("held", now, workers), eachReply(decodeHeldReply(workers.length))),
     // On a cluster, the first master to answer: a dead or hung shard must leave the registry
     // neither without a time nor slow to sample it (docs/deploy.md "Clocks").
-    time: attempt(() => (client instanceof Cluster ? Promise.any(client.nodes("master").map((node) => node.time())) : client.time())).pipe(
+    time: attempt(() => (client instanceof Cluster ? firstMasterTime(client, whyNoMaster) : client.time())).pipe(
       Effect.map((reply) => {
         health.sampled()
         return decodeTime(reply)
@@ -238,6 +241,12 @@ const eachReply = <A>(decode: (reply: unknown) => A) =>
 
 const withoutAnswers = (out: FanOut<unknown>): FanOut<void> => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) })
 
+/** Redis TIME from the first master of a Cluster to answer; with none known, why. */
+const firstMasterTime = (cluster: Cluster, whyNoMaster: () => Promise<unknown>): Promise<ReadonlyArray<number | string>> => {
+  const masters = cluster.nodes("master")
+  return masters.length === 0 ? whyNoMaster().then((why) => Promise.reject(why)) : Promise.any(masters.map((node) => node.time()))
+}
+
 /** Bucket by bucket answers, as the coalescer reports them. */
 const coalescedOf = (answers: ReadonlyArray<BucketAnswer>): Coalesced<unknown> => {
   const failed = answers.filter((a) => !a.ok)
@@ -248,6 +257,7 @@ const coalescedOf = (answers: ReadonlyArray<BucketAnswer>): Coalesced<unknown> =
   }
 }
 
+const noDiagnosis = () => Promise.resolve(new Error(NO_MASTER_KNOWN))
 const silentHealth = makeRedisHealth({ failing: () => undefined, answering: () => undefined, count: () => undefined })
 
 /** `buckets` grouped by shard (by the nodes serving their hash tag's slot); one group on a single server. */
@@ -302,5 +312,10 @@ export const redisBackend = (options: RedisBackendOptions, metrics: MetricsServi
       count: metrics.registryFailure
     })
     const client = yield* connectRedis(options.target, health)
-    return makeRedisBackend(client, { ...options, health, ...(metrics.enabled ? { observe: metrics.redisCall } : {}) })
+    return makeRedisBackend(client, {
+      ...options,
+      health,
+      whyNoMaster: makeClusterDiagnosis(options.target),
+      ...(metrics.enabled ? { observe: metrics.redisCall } : {})
+    })
   })

@@ -6,6 +6,7 @@ import { Effect, Redacted } from "effect"
 import { Cluster, Redis } from "ioredis"
 import type { PinboardConfig } from "../config/Schema.js"
 import type { RedisFileContents } from "../config/RedisFiles.js"
+import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import type { RedisHealth } from "./RedisHealth.js"
 
 /**
@@ -172,6 +173,38 @@ const firstConnect = (client: RedisClient): Promise<void> =>
     client.once("ready", done)
     client.connect().then(done, done)
   })
+
+/** How long one diagnosis of a Cluster without a known master stands before it is made again. */
+const DIAGNOSIS_KEPT_MS = 5_000
+
+/**
+ * Why a Cluster client knows no master. ioredis keeps a failed ready check to itself (an ACL
+ * user without CLUSTER INFO, say) and only retries; one plain connection to the first seed,
+ * asked the same, says why. Made at most once per DIAGNOSIS_KEPT_MS.
+ */
+export const makeClusterDiagnosis = (target: RedisTarget): (() => Promise<unknown>) => {
+  let kept: Promise<unknown> | undefined
+  const diagnose = async (): Promise<unknown> => {
+    const probe = new Redis({ ...clientOptions, ...nodeOptions(target), ...clusterNodes(target.cluster ?? [])[0], lazyConnect: true, retryStrategy: () => null })
+    probe.on("error", () => undefined)
+    try {
+      await probe.connect()
+      await probe.cluster("INFO")
+      return new Error(NO_MASTER_KNOWN)
+    } catch (error) {
+      return error
+    } finally {
+      probe.disconnect()
+    }
+  }
+  return () => {
+    if (kept === undefined) {
+      kept = diagnose()
+      setTimeout(() => (kept = undefined), DIAGNOSIS_KEPT_MS).unref()
+    }
+    return kept
+  }
+}
 
 /** A client with the scripts defined, connected (or reconnecting), disconnected when the scope closes. */
 export const connectRedis = (target: RedisTarget, health?: RedisHealth) =>

@@ -24,8 +24,11 @@ const messageOf = (error: unknown): string => {
   return line.length > 300 ? `${line.slice(0, 300)}...` : line
 }
 
-/** What a failure says when it is only the sign of a connection down (ioredis's own words). */
-const CONNECTION_DOWN = /Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/
+/** A Cluster client that knows no master yet: its connection's error, if any, says why. */
+export const NO_MASTER_KNOWN = "no master of the Redis Cluster is known yet"
+
+/** What a failure says when it is only the sign of a connection down (ioredis's own words, and ours). */
+const CONNECTION_DOWN = /Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request|no master of the Redis Cluster is known/
 
 /** Whether a failure only says the connection is down, not why. */
 export const isConnectionDown = (error: unknown): boolean => CONNECTION_DOWN.test(messageOf(error))

@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Fleet, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import type { RedisCluster } from "../support/RedisCluster.js"
 import { makeCertificates, startSecureRedis, type Certificates, type SecureRedis } from "../support/SecureRedis.js"
 import { poll, quietWindow, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
@@ -138,5 +139,55 @@ describe("Redis over TLS with an ACL user", () => {
     expect(ready.reason).toMatch(/ECONNRESET/)
     expect(logLines(pinboard, "registry failing")[0]).toMatchObject({ kind: "closed" })
     expect(pinboard.process.lines.join("\n")).not.toContain('"cause":{}')
+  })
+})
+
+describe("a Redis Cluster over TLS with an ACL user", () => {
+  const clusterPrefix = uid("pbc")
+  let cluster: RedisCluster
+  beforeAll(async () => {
+    // "limited" lacks one command of the documented rule: the Cluster client's ready check.
+    const limited = documentedAclRule(clusterPrefix).replace(" +cluster|info", "")
+    cluster = await fleet.cluster({
+      masters: 3,
+      replicasPerMaster: 0,
+      secure: { certificates, users: [`pinboard ${documentedAclRule(clusterPrefix)}`, `limited ${limited}`] }
+    })
+  }, scaled(60_000))
+
+  const clusterEnv = (user: string): Record<string, string> => ({
+    PINBOARD_REDIS_CLUSTER: cluster.seeds,
+    PINBOARD_REDIS_PREFIX: clusterPrefix,
+    PINBOARD_REDIS_TLS: "1",
+    PINBOARD_REDIS_TLS_CA: certificates.ca,
+    PINBOARD_REDIS_USERNAME: user,
+    PINBOARD_REDIS_PASSWORD: PASSWORD
+  })
+
+  it("3 masters, TLS only on clients, bus and replication: Pinboard under the documented rule serves ids on every shard", async () => {
+    const pinboard = await fleet.pinboard({ env: clusterEnv("pinboard") })
+    await poll(async () => (await readyz(pinboard)).status === 200, { timeoutMs: 10_000, reason: "/readyz 200" })
+    await fleet.worker(pinboard, { id: uid("w"), namespaces: [NS] })
+    await waitForColdStart(pinboard, NS)
+    const ids = Array.from({ length: 32 }, () => uid("t"))
+    for (const id of ids) expect((await request(pinboard, `${NS}/${id}/echo`)).status).toBe(200)
+    // Every master holds some of the placements: each shard was reached over TLS as the ACL user.
+    const masters = await cluster.masters()
+    expect(masters.length).toBe(3)
+    for (const port of masters) expect(Number(await cluster.cli(port, "DBSIZE"))).toBeGreaterThan(0)
+    expect(logLines(pinboard, "registry failing")).toEqual([])
+  })
+
+  it("a user the Cluster client's ready check is refused to: the NOPERM is the reason, not a silent retry", async () => {
+    const pinboard = await fleet.pinboard({ env: clusterEnv("limited") })
+    const ready = await poll(
+      async () => {
+        const answer = await readyz(pinboard)
+        return answer.status === 503 && answer.body.reason?.includes("NOPERM") === true && answer.body
+      },
+      { timeoutMs: 10_000, reason: "/readyz 503 naming NOPERM" }
+    )
+    expect(ready.reason).toMatch(/cluster\|info/)
+    expect(logLines(pinboard, "registry failing")[0]).toMatchObject({ kind: "permission" })
   })
 })

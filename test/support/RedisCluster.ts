@@ -2,11 +2,12 @@
 // --cluster-enabled on free loopback ports (data and bus ports both chosen free, never
 // 6379), joined by `redis-cli --cluster create`, each stopped by its pid.
 import { execFile, spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { freePort } from "./Ports.js"
+import { ADMIN, type Certificates } from "./SecureRedis.js"
 import { scaled } from "./Time.js"
 
 const run = promisify(execFile)
@@ -50,6 +51,8 @@ export interface ClusterOptions {
   readonly replicasPerMaster?: number
   /** cluster-node-timeout: how long a silent master takes to be failed over. */
   readonly nodeTimeoutMs?: number
+  /** TLS only (clients, the cluster bus and replication), default user off, these ACL users and the admin. */
+  readonly secure?: { readonly certificates: Certificates; readonly users: ReadonlyArray<string> }
 }
 
 interface NodeState {
@@ -77,14 +80,39 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
     })
   }
 
+  const secure = options.secure
+  /** redis-cli's options to reach a node at all: TLS and the admin on a secure cluster. */
+  const access = secure === undefined
+    ? []
+    : ["--tls", "--cacert", secure.certificates.ca, "--user", ADMIN.user, "--pass", ADMIN.password, "--no-auth-warning"]
   const cli = async (port: number, ...args: ReadonlyArray<string>): Promise<string> =>
-    (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: scaled(10_000) })).stdout
+    (await run("redis-cli", [...access, "-h", "127.0.0.1", "-p", String(port), ...args], { timeout: scaled(10_000) })).stdout
+
+  const secureArgs = (state: NodeState): Array<string> => {
+    if (secure === undefined) return ["--port", String(state.port)]
+    const acl = join(state.dir, "users.acl")
+    writeFileSync(acl, ["default off", `${ADMIN.user} on >${ADMIN.password} ~* &* +@all`, ...secure.users].map((rule) => `user ${rule}\n`).join(""))
+    const c = secure.certificates
+    return [
+      "--port", "0",
+      "--tls-port", String(state.port),
+      "--tls-cluster", "yes",
+      "--tls-replication", "yes",
+      "--tls-cert-file", c.serverCert,
+      "--tls-key-file", c.serverKey,
+      "--tls-ca-cert-file", c.ca,
+      "--tls-auth-clients", "no",
+      "--aclfile", acl,
+      "--masteruser", ADMIN.user,
+      "--masterauth", ADMIN.password
+    ]
+  }
 
   const launch = (state: NodeState) => {
     const child = spawn(
       "redis-server",
       [
-        "--port", String(state.port),
+        ...secureArgs(state),
         "--bind", "127.0.0.1",
         "--cluster-enabled", "yes",
         "--cluster-port", String(state.busPort),
@@ -206,6 +234,7 @@ export const startRedisCluster = async (options: ClusterOptions = {}): Promise<R
     await run(
       "redis-cli",
       [
+        ...access,
         "--cluster", "create",
         ...states.map((s) => `127.0.0.1:${s.port}`),
         "--cluster-replicas", String(replicas),
