@@ -1,4 +1,4 @@
-// The files the Redis settings name (docs/config.md "Redis"): the password file (a mounted
+// The files the Redis settings name (docs/config.md "Options", docs/deploy.md "Managed Redis"): the password file (a mounted
 // secret) and the TLS PEM files, read at start. Config.ts reads them once to refuse a missing or
 // empty file with exit code 2; the connection reads them when it is made.
 import { readFileSync } from "node:fs"

@@ -9,7 +9,7 @@ import { Metrics } from "../observe/Metrics.js"
 import { embeddedBackend } from "./Memory.js"
 import { policyOf } from "./Policy.js"
 import { redisBackend } from "./Redis.js"
-import { redisTargetOf } from "./RedisConnection.js"
+import { redisTargetOf } from "./RedisTarget.js"
 import type { RegistryBackend } from "./RegistryBackend.js"
 
 /** The files were read once when the configuration was loaded; one gone since is a defect of the start. */

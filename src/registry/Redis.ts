@@ -17,7 +17,8 @@ import { propose } from "./MembershipView.js"
 import { makeRedisViews } from "./RedisView.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
 import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
-import { connectRedis, makeClusterDiagnosis, type RedisClient, type RedisTarget, type ScriptName } from "./RedisConnection.js"
+import { connectRedis, makeClusterDiagnosis, type RedisClient, type ScriptName } from "./RedisConnection.js"
+import type { RedisTarget } from "./RedisTarget.js"
 import {
   decodeAskReply,
   decodeCasReply,

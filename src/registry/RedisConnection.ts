@@ -1,13 +1,11 @@
 // The connection to Redis (docs/protocol.md): one server, a Cluster or a server behind Sentinels, options that make every failure
 // fast, and the Lua scripts defined once per client, each called by sha as `pinboard_<name>`.
 import { readFileSync } from "node:fs"
-import type { ConnectionOptions } from "node:tls"
 import { Effect, Redacted } from "effect"
 import { Cluster, Redis } from "ioredis"
-import type { PinboardConfig } from "../config/Schema.js"
-import type { RedisFileContents } from "../config/RedisFiles.js"
 import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import type { RedisHealth } from "./RedisHealth.js"
+import { clusterNodes, dropUndefined, nodeOptions, type RedisTarget } from "./RedisTarget.js"
 
 /**
  * Upper bound on one Redis call: Redis slow or unreachable is a 503, never a hang. Enforced
@@ -74,57 +72,6 @@ export const clusterOptions = {
   redisOptions: clientOptions
 } as const
 
-/** `host:port` entries (an IPv6 host in brackets) as ioredis Cluster start-up nodes. */
-export const clusterNodes = (entries: ReadonlyArray<string>): Array<{ host: string; port: number }> =>
-  entries.map((entry) => {
-    const colon = entry.lastIndexOf(":")
-    return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, "$1"), port: Number(entry.slice(colon + 1)) }
-  })
-
-/**
- * Where the registry's Redis is and how to reach it (docs/config.md "Redis"): one server's URL,
- * a Cluster's seed nodes or a set of Sentinels, and the user, password and TLS every node and
- * sentinel of that mode is reached with.
- */
-export interface RedisTarget {
-  readonly url: string | undefined
-  readonly cluster: ReadonlyArray<string> | undefined
-  readonly sentinels?: ReadonlyArray<string> | undefined
-  readonly sentinelMaster?: string | undefined
-  readonly username?: string | undefined
-  readonly password?: Redacted.Redacted<string> | undefined
-  readonly sentinelUsername?: string | undefined
-  readonly sentinelPassword?: Redacted.Redacted<string> | undefined
-  /** TLS options; undefined: plain TCP (a rediss:// URL still turns TLS on). */
-  readonly tls?: ConnectionOptions | undefined
-}
-
-/** The target a configuration's `redis` section names, with its files' contents (config/RedisFiles.ts). */
-export const redisTargetOf = (settings: PinboardConfig["redis"], files: RedisFileContents): RedisTarget => ({
-  url: settings.url,
-  cluster: settings.cluster,
-  sentinels: settings.sentinels,
-  sentinelMaster: settings.sentinelMaster,
-  username: settings.username,
-  password: files.password,
-  sentinelUsername: settings.sentinelUsername,
-  sentinelPassword: settings.sentinelPassword,
-  tls:
-    settings.tls || files.ca !== undefined || files.cert !== undefined || settings.tlsServername !== undefined
-      ? dropUndefined({ ca: files.ca, cert: files.cert, key: files.key, servername: settings.tlsServername })
-      : undefined
-})
-
-const dropUndefined = <A extends object>(fields: A): A => Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as A
-
-/** The user, password and TLS of every connection to a node (a URL's own user and password win). */
-const nodeOptions = (target: RedisTarget) =>
-  dropUndefined({
-    username: target.username,
-    password: target.password === undefined ? undefined : Redacted.value(target.password),
-    tls: target.tls
-  })
-
 const newClient = (target: RedisTarget): RedisClient => {
   if (target.cluster !== undefined) {
     return new Cluster(clusterNodes(target.cluster), { ...clusterOptions, redisOptions: { ...clientOptions, ...nodeOptions(target) } })
@@ -185,7 +132,14 @@ const DIAGNOSIS_KEPT_MS = 5_000
 export const makeClusterDiagnosis = (target: RedisTarget): (() => Promise<unknown>) => {
   let kept: Promise<unknown> | undefined
   const diagnose = async (): Promise<unknown> => {
-    const probe = new Redis({ ...clientOptions, ...nodeOptions(target), ...clusterNodes(target.cluster ?? [])[0], lazyConnect: true, retryStrategy: () => null })
+    const probe = new Redis({
+      ...clientOptions,
+      ...nodeOptions(target),
+      ...clusterNodes(target.cluster ?? [])[0],
+      lazyConnect: true,
+      connectTimeout: REGISTRY_CALL_TIMEOUT_MS,
+      retryStrategy: () => null
+    })
     probe.on("error", () => undefined)
     try {
       await probe.connect()
