@@ -81,7 +81,7 @@ describe("Redis over TLS with an ACL user", () => {
     // Nothing the rule left out was asked for.
     expect(redis.cli("ACL", "LOG")).toBe("")
     expect(logLines(pinboard, "registry failing")).toEqual([])
-  })
+  }, scaled(60_000))
 
   it("a rediss:// URL with its user and password works as the variables do", async () => {
     const { PINBOARD_REDIS_URL: _, PINBOARD_REDIS_TLS: __, ...rest } = tlsEnv()
@@ -176,7 +176,7 @@ describe("a Redis Cluster over TLS with an ACL user", () => {
     expect(masters.length).toBe(3)
     for (const port of masters) expect(Number(await cluster.cli(port, "DBSIZE"))).toBeGreaterThan(0)
     expect(logLines(pinboard, "registry failing")).toEqual([])
-  })
+  }, scaled(60_000))
 
   it("a user the Cluster client's ready check is refused to: the NOPERM is the reason, not a silent retry", async () => {
     const pinboard = await fleet.pinboard({ env: clusterEnv("limited") })

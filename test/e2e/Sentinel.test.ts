@@ -98,5 +98,5 @@ describe("Redis with Sentinel", () => {
     const fresh = await ownerOf(pinboard, uid("t"))
     expect(fresh.status).toBe(200)
     expect((await request(pinboard, "/readyz")).status).toBe(200)
-  })
+  }, scaled(90_000))
 })
