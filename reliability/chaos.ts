@@ -1,6 +1,6 @@
 // `npm run chaos`: Pinboard's promise under the faults real fleets meet (docs/reliability.md
-// "Chaos"). A real registry (one redis-server, or with --cluster a Redis Cluster of three
-// masters with a replica each), two Pinboards and four counter workers on the worker library
+// "Chaos"). A real registry (one redis-server, with --cluster a Redis Cluster of three
+// masters with a replica each, with --sentinel a master and a replica under three Sentinels), two Pinboards and four counter workers on the worker library
 // (every increment an epoch-fenced write to a storage redis-server), clients incrementing
 // random ids and reading them back through both Pinboards, and faults on a seeded random
 // schedule.
@@ -10,8 +10,9 @@
 //   npm run chaos                                   1 minute
 //   npm run chaos -- --minutes=10 --seed=7          the reported run
 //   npm run chaos -- --cluster                      the registry on a Redis Cluster
+//   npm run chaos -- --sentinel                     the registry on a master and a replica under Sentinels
 //   npm run chaos -- --faults=clock-bump,clock-strobe,pause   only these faults
-//   options: --minutes= --seed= --interval-ms= (between faults) --clients= --ids= --cluster
+//   options: --minutes= --seed= --interval-ms= (between faults) --clients= --ids= --cluster --sentinel
 //            --faults= (names of reliability/chaos/faults.ts FAULT_NAMES, comma-separated)
 //            --no-faketime (the Pinboards on the real clock, as where libfaketime is missing)
 //
@@ -27,7 +28,7 @@ import { FencedStore } from "../src/worker/index.js"
 import { stopAll, stopAllSync } from "../bench/processes.js"
 import { answersDuring, audit, knownAnswers, type ClientRecord, type WorkerEvent } from "./chaos/audit.js"
 import { findLibfaketime } from "./chaos/clock.js"
-import { CLOCK_SEEN_WITHIN_MS, faultKinds, makeInjector, type FaultKind } from "./chaos/faults.js"
+import { CLOCK_SEEN_WITHIN_MS, faultKinds, makeInjector, type FaultKind, type RegistryMode } from "./chaos/faults.js"
 import { startFleet, type ChaosFleet } from "./chaos/fleet.js"
 import { Rng } from "./prng.js"
 
@@ -44,6 +45,7 @@ const INTERVAL_MS = option("interval-ms", 1100)
 const CLIENTS = option("clients", 16)
 const IDS = Array.from({ length: option("ids", 100) }, (_, i) => `c${i}`)
 const CLUSTER = argv.includes("--cluster")
+const MODE: RegistryMode = CLUSTER ? "cluster" : argv.includes("--sentinel") ? "sentinel" : "single"
 const NO_FAKETIME = argv.includes("--no-faketime")
 /** `--faults=a,b`: only these kinds; undefined: every kind of the mode. */
 const FAULTS = argv
@@ -57,10 +59,15 @@ const FAULTS = argv
  * shard's retries (about 0.8 s), and a failover must end within a lease less a heartbeat
  * interval for placements to survive it.
  */
-const LEASE_MS = CLUSTER ? 5000 : 1500
+const LEASE_MS = MODE === "single" ? 1500 : 5000
 /** cluster-node-timeout: a killed master's replica takes over about 2.5 s after the kill. */
 const NODE_TIMEOUT_MS = 1000
 const REQUEST_TIMEOUT_MS = 8000
+const REGISTRY_DESCRIPTION: Readonly<Record<RegistryMode, string>> = {
+  single: "one redis-server",
+  cluster: `a Redis Cluster (3 masters, 1 replica each, cluster-node-timeout ${NODE_TIMEOUT_MS} ms)`,
+  sentinel: "a master and a replica under 3 Sentinels (down after 1000 ms, quorum 2)"
+}
 /** Clients read a value back this often, instead of incrementing. */
 const READ_SHARE = 0.25
 /**
@@ -171,11 +178,11 @@ const stopRedisSync = () => running?.stopSync()
 const main = async (): Promise<boolean> => {
   const rng = new Rng(SEED)
   const faketime = NO_FAKETIME ? { missing: "--no-faketime" } : findLibfaketime()
-  const kinds = faultKinds(CLUSTER ? "cluster" : "single", FAULTS, "lib" in faketime)
+  const kinds = faultKinds(MODE, FAULTS, "lib" in faketime)
   if (kinds.length === 0) throw new Error(`no fault left to inject (--faults=${FAULTS?.join(",")}, and no clock faults: ${"missing" in faketime ? faketime.missing : ""})`)
   log(
     `chaos: ${MINUTES} min of faults, seed ${SEED}, a fault every ~${INTERVAL_MS} ms, ${CLIENTS} clients on ${IDS.length} ids, ` +
-      `registry on ${CLUSTER ? `a Redis Cluster (3 masters, 1 replica each, cluster-node-timeout ${NODE_TIMEOUT_MS} ms)` : "one redis-server"}, lease ${LEASE_MS} ms`
+      `registry on ${REGISTRY_DESCRIPTION[MODE]}, lease ${LEASE_MS} ms`
   )
   log(
     "lib" in faketime
@@ -188,12 +195,17 @@ const main = async (): Promise<boolean> => {
     workers: 4,
     idleMs: 3000,
     portClosedMs: 1500,
-    cluster: CLUSTER,
+    registry: MODE,
     nodeTimeoutMs: NODE_TIMEOUT_MS,
     libfaketime: "lib" in faketime ? faketime.lib : undefined
   })
   running = fleet
-  const registry = fleet.registry.mode === "single" ? `redis :${fleet.registry.port}` : `cluster ${fleet.registry.cluster.seeds}`
+  const registry =
+    fleet.registry.mode === "single"
+      ? `redis :${fleet.registry.port}`
+      : fleet.registry.mode === "cluster"
+        ? `cluster ${fleet.registry.cluster.seeds}`
+        : `sentinels ${fleet.registry.set.sentinels}, master :${fleet.registry.set.masterPort}, replica :${fleet.registry.set.replicaPort}`
   log(`fleet up in ${fleet.dir}: registry ${registry}, storage redis :${fleet.storage.port}, pinboards :${fleet.pinboards.map((p) => p.port).join(" :")}`)
 
   // Past the registry's cold start before the faults begin.
@@ -255,8 +267,8 @@ const main = async (): Promise<boolean> => {
   log(`lost acknowledged writes: ${result.lostAcknowledged}`)
   log(`reads: ${result.reads}; stale reads (below a value acknowledged before the read): ${result.staleReads}`)
   log(`replayed bodies: ${result.replayedBodies}`)
-  if (!CLUSTER) log(`placements inside a cold start (an activation within a lease of a registry wipe, for a request sent after it): ${result.coldStartPlacements}`)
-  log(`epochs backwards (a request sent after a newer epoch of its id was seen, delivered at an older one)${CLUSTER ? ", not a failure on a cluster (a failover can lose the last writes)" : ""}: ${result.epochsBackwards}`)
+  if (MODE === "single") log(`placements inside a cold start (an activation within a lease of a registry wipe, for a request sent after it): ${result.coldStartPlacements}`)
+  log(`epochs backwards (a request sent after a newer epoch of its id was seen, delivered at an older one)${MODE === "cluster" ? ", not a failure on a cluster (a failover can lose the last writes)" : ""}: ${result.epochsBackwards}`)
   log(`unknown errors: ${result.unknownErrors}`)
   log(`hangs (no answer within ${REQUEST_TIMEOUT_MS} ms): ${result.hangs}`)
   log(`requests without an answer from a Pinboard that was up: ${result.unansweredWhileUp}`)
@@ -327,7 +339,7 @@ const main = async (): Promise<boolean> => {
     result.staleReads === 0 &&
     result.replayedBodies === 0 &&
     result.coldStartPlacements === 0 &&
-    (CLUSTER || result.epochsBackwards === 0) &&
+    (MODE === "cluster" || result.epochsBackwards === 0) &&
     result.unknownErrors === 0 &&
     result.hangs === 0 &&
     result.unansweredWhileUp === 0 &&

@@ -5,7 +5,8 @@
 import { Redis } from "ioredis"
 import { startRedisServer } from "../../test/support/RedisServer.js"
 import { PICKUP_MS, type ReplicaClock } from "./clock.js"
-import type { ChaosFleet, ClusterRegistry, Restartable, SingleRegistry } from "./fleet.js"
+import { ADMIN } from "../../test/support/SecureRedis.js"
+import type { ChaosFleet, ClusterRegistry, Restartable, SentinelRegistry, SingleRegistry } from "./fleet.js"
 import type { Rng } from "../prng.js"
 
 const WORKER_FAULTS = ["worker SIGKILL", "worker SIGSTOP past its lease", "heartbeats dropped", "worker port closed"] as const
@@ -36,7 +37,20 @@ export const CLUSTER_FAULT_KINDS = [
   ...PINBOARD_FAULTS
 ] as const
 
-export type FaultKind = (typeof SINGLE_FAULT_KINDS)[number] | (typeof CLUSTER_FAULT_KINDS)[number]
+/** The faults on a master and a replica under three Sentinels. */
+export const SENTINEL_FAULT_KINDS = [...WORKER_FAULTS, "Sentinel master killed, replica promoted", ...PINBOARD_FAULTS] as const
+
+export type FaultKind = (typeof SINGLE_FAULT_KINDS)[number] | (typeof CLUSTER_FAULT_KINDS)[number] | (typeof SENTINEL_FAULT_KINDS)[number]
+
+export type RegistryMode = "single" | "cluster" | "sentinel"
+
+const MODE_KINDS: Readonly<Record<RegistryMode, ReadonlyArray<FaultKind>>> = {
+  single: SINGLE_FAULT_KINDS,
+  cluster: CLUSTER_FAULT_KINDS,
+  sentinel: SENTINEL_FAULT_KINDS
+}
+
+const MODE_NAMES: Readonly<Record<RegistryMode, string>> = { single: "on one redis-server", cluster: "with --cluster", sentinel: "with --sentinel" }
 
 /** The short names `--faults=` takes. */
 export const FAULT_NAMES: Readonly<Record<FaultKind, string>> = {
@@ -50,6 +64,7 @@ export const FAULT_NAMES: Readonly<Record<FaultKind, string>> = {
   "Pinboard cut from Redis": "pinboard-cut",
   "cluster master FLUSHALL": "master-flushall",
   "cluster master killed, replica takes over": "failover",
+  "Sentinel master killed, replica promoted": "sentinel-failover",
   "Pinboard clock bumped forward": "clock-forward",
   "Pinboard clock bumped back": "clock-back",
   "Pinboard clock strobed": "clock-strobe",
@@ -66,8 +81,8 @@ const FAULT_GROUPS: Readonly<Record<string, ReadonlyArray<FaultKind>>> = {
  * The kinds a run draws from: the mode's, those `--faults=` names (all when it is absent), less
  * the clock faults when there is no libfaketime. Throws on a name that is not a kind of the mode.
  */
-export const faultKinds = (mode: "single" | "cluster", names: ReadonlyArray<string> | undefined, faketime: boolean): ReadonlyArray<FaultKind> => {
-  const modeKinds: ReadonlyArray<FaultKind> = mode === "single" ? SINGLE_FAULT_KINDS : CLUSTER_FAULT_KINDS
+export const faultKinds = (mode: RegistryMode, names: ReadonlyArray<string> | undefined, faketime: boolean): ReadonlyArray<FaultKind> => {
+  const modeKinds = MODE_KINDS[mode]
   let chosen = modeKinds
   if (names !== undefined) {
     const wanted = new Set<FaultKind>()
@@ -77,7 +92,7 @@ export const faultKinds = (mode: "single" | "cluster", names: ReadonlyArray<stri
         const all = Object.values(FAULT_NAMES).includes(name)
         throw new Error(
           all
-            ? `--faults=${name} does not apply ${mode === "single" ? "on one redis-server" : "with --cluster"}`
+            ? `--faults=${name} does not apply ${MODE_NAMES[mode]}`
             : `--faults=: unknown fault ${JSON.stringify(name)}; the faults are ${[...modeKinds.map((kind) => FAULT_NAMES[kind]), ...Object.keys(FAULT_GROUPS)].join(", ")}`
         )
       }
@@ -117,8 +132,19 @@ export interface FaultWindow {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const replicationOf = async (port: number): Promise<string> => {
-  const client = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+/** The user a node is asked as where the default user is off (the Sentinel set's nodes). */
+type NodeUser = { readonly user: string; readonly password: string } | undefined
+
+const nodeClient = (port: number, as: NodeUser) =>
+  new Redis(port, "127.0.0.1", {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    ...(as === undefined ? {} : { username: as.user, password: as.password })
+  })
+
+const replicationOf = async (port: number, as?: NodeUser): Promise<string> => {
+  const client = nodeClient(port, as)
   client.on("error", () => undefined)
   try {
     await client.connect()
@@ -134,10 +160,10 @@ const replicationOf = async (port: number): Promise<string> => {
  * Resolves once the node on `port` reports `pattern` in INFO replication. Asked over a
  * connection, not with redis-cli: a process every 25 ms weighs on a loaded machine.
  */
-const waitReplication = async (port: number, pattern: RegExp, what: string): Promise<string> => {
+const waitReplication = async (port: number, pattern: RegExp, what: string, as?: NodeUser): Promise<string> => {
   const deadline = Date.now() + 30_000
   for (;;) {
-    const info = await replicationOf(port)
+    const info = await replicationOf(port, as)
     if (pattern.test(info)) return info
     if (Date.now() > deadline) throw new Error(`:${port} ${what} within 30 s`)
     await sleep(25)
@@ -263,6 +289,8 @@ export const makeInjector = (fleet: ChaosFleet, { leaseMs, rng, kinds, inFlight,
       case "cluster master FLUSHALL":
       case "cluster master killed, replica takes over":
         return registry.mode === "cluster" && !busy.has("cluster") && clusterFault(kind, registry)
+      case "Sentinel master killed, replica promoted":
+        return registry.mode === "sentinel" && !busy.has("sentinel") && sentinelFault(kind, registry)
       case "Pinboard killed, restarted": {
         if (fleet.pinboards.some((p) => busy.has(p.name))) return false
         const pinboard = rng.pick(fleet.pinboards)
@@ -439,6 +467,34 @@ export const makeInjector = (fleet: ChaosFleet, { leaseMs, rng, kinds, inFlight,
       const info = await waitReplication(master, /^master_link_status:up/m, "did not sync with a master")
       const following = Number(/^master_port:(\d+)/m.exec(info)?.[1])
       if (following !== replica) log(`restarted :${master} follows :${following}, not :${replica}`)
+    })
+    return true
+  }
+
+  // One failover at a time: the master is killed once its replica has what it wrote, promoted
+  // by the sentinels, and the killed node is back as the new master's synced replica before the
+  // next one.
+  const sentinelFault = (kind: FaultKind, { set }: SentinelRegistry): boolean => {
+    const downMs = rng.range(200, 800)
+    run(kind, "sentinel", async () => {
+      const master = set.currentMasterPort()
+      if (master === undefined) throw new Error("the sentinels name no master")
+      const replica = master === set.masterPort ? set.replicaPort : set.masterPort
+      await waitReplication(replica, /^master_link_status:up/m, "was not in sync", ADMIN)
+      const client = nodeClient(master, ADMIN)
+      client.on("error", () => undefined)
+      await client.connect().then(() => client.call("WAIT", "1", "2000")).finally(() => client.disconnect())
+      const killedAt = Date.now()
+      await set.kill(master)
+      try {
+        await waitReplication(replica, /^role:master/m, "was not promoted", ADMIN)
+        failovers.push(Date.now() - killedAt)
+      } finally {
+        await sleep(downMs)
+        // Back empty, as a master: the sentinels make it a replica of the new one.
+        await set.restart(master)
+      }
+      await waitReplication(master, /^master_link_status:up/m, "did not sync with the new master", ADMIN)
     })
     return true
   }

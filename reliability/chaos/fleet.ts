@@ -1,5 +1,6 @@
-// The chaos run's processes: the registry (one redis-server, or with `--cluster` a Redis
-// Cluster of three masters with a replica each), which the faults hit; the counters' storage
+// The chaos run's processes: the registry (one redis-server, with `--cluster` a Redis Cluster
+// of three masters with a replica each, with `--sentinel` a master and a replica under three
+// Sentinels), which the faults hit; the counters' storage
 // redis-server, which they leave alone; two Pinboards and four counter workers, each
 // restartable on its own port; and the links the workers' registry calls go through and, on
 // one redis-server, each Pinboard's registry connection. With libfaketime, each Pinboard runs
@@ -10,6 +11,7 @@ import { join } from "node:path"
 import { freePort } from "../../test/support/Ports.js"
 import { startRedisServer, type RedisServer } from "../../test/support/RedisServer.js"
 import { startRedisCluster, type RedisCluster } from "../../test/support/RedisCluster.js"
+import { SENTINEL_MASTER, SENTINEL_PASSWORD, startSentinelSet, type SentinelSet } from "../../test/support/SecureRedis.js"
 import { spawnNode, type Proc } from "../../bench/processes.js"
 import { clientLeftOf, type ClientLeft } from "./clientsLeft.js"
 import { fakedClockEnv, replicaClock, type ReplicaClock } from "./clock.js"
@@ -25,8 +27,8 @@ export interface FleetOptions {
   readonly workers: number
   readonly idleMs: number
   readonly portClosedMs: number
-  /** A Redis Cluster for the registry instead of one redis-server. */
-  readonly cluster: boolean
+  /** A Redis Cluster, or a master and a replica under three Sentinels, for the registry instead of one redis-server. */
+  readonly registry: "single" | "cluster" | "sentinel"
   /** The cluster's cluster-node-timeout: how long a dead master goes before its replica takes over. */
   readonly nodeTimeoutMs: number
   /** libfaketimeMT, to start the Pinboards under (their restarts too); undefined: real clocks. */
@@ -45,6 +47,16 @@ export interface ClusterRegistry {
   readonly cluster: RedisCluster
 }
 
+export interface SentinelRegistry {
+  readonly mode: "sentinel"
+  readonly set: SentinelSet
+}
+
+/** The registry's ACL user on the Sentinel set's nodes. */
+const SENTINEL_USER = { name: "pinboard", password: "chaos-redis-secret" } as const
+
+type Registry = SingleRegistry | ClusterRegistry | SentinelRegistry
+
 export interface Restartable {
   readonly name: string
   current: Proc
@@ -54,7 +66,7 @@ export interface Restartable {
 export interface ChaosFleet {
   readonly dir: string
   readonly storage: RedisServer
-  readonly registry: SingleRegistry | ClusterRegistry
+  readonly registry: Registry
   /** On one redis-server, each Pinboard's registry connection goes through `redisLink`. */
   readonly pinboards: ReadonlyArray<Restartable & { readonly port: number; readonly redisLink: Link | undefined; readonly clock: ReplicaClock | undefined }>
   readonly workers: ReadonlyArray<Restartable & { readonly link: Link; readonly logFile: string }>
@@ -90,16 +102,20 @@ export const startFleet = async (options: FleetOptions): Promise<ChaosFleet> => 
   if (!existsSync(MAIN)) throw new Error("dist/main.js is missing: npm run chaos builds it")
   const dir = mkdtempSync(join(tmpdir(), "pinboard-chaos-"))
   const storage = await startRedisServer()
-  const registry: SingleRegistry | ClusterRegistry = options.cluster
-    ? { mode: "cluster", cluster: await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: options.nodeTimeoutMs }) }
-    : await (async () => {
-        const port = await freePort()
-        return { mode: "single", port, server: await startRedisServer(port) } as const
-      })()
+  const registry: Registry =
+    options.registry === "cluster"
+      ? { mode: "cluster", cluster: await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: options.nodeTimeoutMs }) }
+      : options.registry === "sentinel"
+        ? { mode: "sentinel", set: await startSentinelSet([`${SENTINEL_USER.name} on >${SENTINEL_USER.password} ~* +@all`]) }
+        : await (async () => {
+            const port = await freePort()
+            return { mode: "single", port, server: await startRedisServer(port) } as const
+          })()
   const stopSync = () => {
     storage.stopSync()
     if (registry.mode === "single") registry.server.stopSync()
-    else registry.cluster.stopSync()
+    else if (registry.mode === "cluster") registry.cluster.stopSync()
+    else void registry.set.stop()
   }
   try {
     return await startProcesses(options, dir, storage, registry, stopSync)
@@ -109,11 +125,29 @@ export const startFleet = async (options: FleetOptions): Promise<ChaosFleet> => 
   }
 }
 
+/** How a Pinboard reaches the registry: through its link on one redis-server. */
+const registryEnv = (registry: Registry, redisLink: Link | undefined): Record<string, string> => {
+  switch (registry.mode) {
+    case "single":
+      return { PINBOARD_REDIS_URL: `redis://127.0.0.1:${redisLink!.port}` }
+    case "cluster":
+      return { PINBOARD_REDIS_CLUSTER: registry.cluster.seeds }
+    case "sentinel":
+      return {
+        PINBOARD_REDIS_SENTINELS: registry.set.sentinels,
+        PINBOARD_REDIS_SENTINEL_MASTER: SENTINEL_MASTER,
+        PINBOARD_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+        PINBOARD_REDIS_USERNAME: SENTINEL_USER.name,
+        PINBOARD_REDIS_PASSWORD: SENTINEL_USER.password
+      }
+  }
+}
+
 const startProcesses = async (
   options: FleetOptions,
   dir: string,
   storage: RedisServer,
-  registry: SingleRegistry | ClusterRegistry,
+  registry: Registry,
   stopSync: () => void
 ): Promise<ChaosFleet> => {
   const clientsLeft: Array<ClientLeft> = []
@@ -124,7 +158,7 @@ const startProcesses = async (
       const clock = options.libfaketime === undefined ? undefined : replicaClock(join(dir, `${name}.clock`))
       const env = {
         ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PINBOARD_"))),
-        ...(registry.mode === "single" ? { PINBOARD_REDIS_URL: `redis://127.0.0.1:${redisLink!.port}` } : { PINBOARD_REDIS_CLUSTER: registry.cluster.seeds }),
+        ...registryEnv(registry, redisLink),
         PINBOARD_TOKEN: TOKEN,
         PINBOARD_PORT: String(port),
         PINBOARD_HOST: "127.0.0.1",
@@ -198,7 +232,10 @@ const startProcesses = async (
     clientsLeft,
     stop: async () => {
       for (const link of [...workers.map((w) => w.link), ...pinboards.map((p) => p.redisLink)]) link?.close()
-      await Promise.all([storage.stop(), registry.mode === "single" ? registry.server.stop() : registry.cluster.stop()])
+      await Promise.all([
+        storage.stop(),
+        registry.mode === "single" ? registry.server.stop() : registry.mode === "cluster" ? registry.cluster.stop() : registry.set.stop()
+      ])
     },
     stopSync
   }

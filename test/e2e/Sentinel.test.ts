@@ -72,7 +72,7 @@ describe("Redis with Sentinel", () => {
     // The placements are on the replica before the master goes (docs/deploy.md: what a failover loses is what was not).
     expect(set.cli(set.masterPort, "WAIT", "1", "2000")).toBe("1")
 
-    await set.killMaster()
+    await set.kill(set.masterPort)
     const unexpected: Array<unknown> = []
     let unavailable = 0
     const served = new Set<string>()

@@ -140,8 +140,10 @@ export interface SentinelSet {
   readonly cli: (port: number, ...args: ReadonlyArray<string>) => string
   /** The master's port as the sentinels report it now. */
   readonly currentMasterPort: () => number | undefined
-  /** Kills the master's redis-server (SIGKILL). */
-  readonly killMaster: () => Promise<void>
+  /** Kills a data node's redis-server (SIGKILL). */
+  readonly kill: (port: number) => Promise<void>
+  /** Starts a killed data node again on its port, empty: the sentinels make it a replica of the master. */
+  readonly restart: (port: number) => Promise<void>
   readonly stop: () => Promise<void>
 }
 
@@ -183,12 +185,10 @@ export const startSentinelSet = async (users: ReadonlyArray<string>): Promise<Se
       timeout: 5000
     }).trim()
 
-  const dataNode = async (replicaOf?: number): Promise<{ port: number; started: Started }> => {
-    const port = await freePort()
-    const dir = mkdtempSync(join(tmpdir(), "pinboard-redis-sentinel-"))
-    const acl = [`default off`, `${ADMIN.user} on >${ADMIN.password} ~* &* +@all`, ...users]
-    writeFileSync(join(dir, "users.acl"), acl.map((rule) => `user ${rule}\n`).join(""))
-    const replication = replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(replicaOf), "--masteruser", ADMIN.user, "--masterauth", ADMIN.password]
+  /** The data nodes by port: a killed one is started again on its port and directory. */
+  const nodes = new Map<number, Started>()
+  const launch = async (port: number, dir: string, replicaOf?: number): Promise<Started> => {
+    const replication = ["--masteruser", ADMIN.user, "--masterauth", ADMIN.password, ...(replicaOf === undefined ? [] : ["--replicaof", "127.0.0.1", String(replicaOf)])]
     const child = spawn(
       "redis-server",
       ["--port", String(port), "--bind", "127.0.0.1", "--aclfile", join(dir, "users.acl"), "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning", ...replication],
@@ -196,8 +196,21 @@ export const startSentinelSet = async (users: ReadonlyArray<string>): Promise<Se
     )
     const node = { child, dir }
     started.push(node)
+    nodes.set(port, node)
     await waitFor(`redis-server on ${port}`, child, () => cli(port, "PING") === "PONG")
-    return { port, started: node }
+    return node
+  }
+  const dataNode = async (replicaOf?: number): Promise<{ port: number; started: Started }> => {
+    const port = await freePort()
+    const dir = mkdtempSync(join(tmpdir(), "pinboard-redis-sentinel-"))
+    const acl = [`default off`, `${ADMIN.user} on >${ADMIN.password} ~* &* +@all`, ...users]
+    writeFileSync(join(dir, "users.acl"), acl.map((rule) => `user ${rule}\n`).join(""))
+    return { port, started: await launch(port, dir, replicaOf) }
+  }
+  const nodeAt = (port: number): Started => {
+    const node = nodes.get(port)
+    if (node === undefined) throw new Error(`no data node on ${port}`)
+    return node
   }
 
   try {
@@ -247,7 +260,17 @@ export const startSentinelSet = async (users: ReadonlyArray<string>): Promise<Se
         const answer = sentinelCli(sentinelPorts[0]!, "SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER).split("\n")
         return answer.length === 2 ? Number(answer[1]) : undefined
       },
-      killMaster: () => stopChild(master.started.child, master.started.dir),
+      kill: (port) => {
+        const { child } = nodeAt(port)
+        return new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve()
+          child.once("exit", () => resolve())
+          child.kill("SIGKILL")
+        })
+      },
+      restart: async (port) => {
+        await launch(port, nodeAt(port).dir)
+      },
       stop: stopAll
     }
   } catch (error) {
