@@ -49,7 +49,7 @@ const requestOf = (tracing: TracingService, traceparent: string | undefined) => 
         { namespace: "/threads", id: "t1", worker: placement.worker, epoch: placement.epoch, upgradeStatus: undefined } satisfies ExchangeFacts
       )
     )
-    return Effect.map(answer, (facts) => span.end(facts, undefined, 200))
+    return Effect.map(answer, (facts) => span.end(facts, undefined, 200, "127.0.0.1"))
   })
 }
 

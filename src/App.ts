@@ -11,6 +11,7 @@ import { Server } from "./http/Server.js"
 import { Metrics } from "./observe/Metrics.js"
 import { Tracing } from "./observe/Tracing.js"
 import { Deliver } from "./pipeline/Deliver.js"
+import { ClientAddress } from "./pipeline/ClientAddress.js"
 import { InflightCap } from "./pipeline/InflightCap.js"
 import { InstancePipeline } from "./pipeline/Pipeline.js"
 import { Deadlines } from "./proxy/Deadlines.js"
@@ -24,7 +25,7 @@ export const appLayer = (config: PinboardConfig): Layer.Layer<Server | MetricsSe
   Layer.merge(Server.layer, MetricsServer.layer).pipe(
     Layer.provide(InstancePipeline.layer),
     Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
-    Layer.provideMerge(Layer.mergeAll(InflightCap.layer, Tracing.layer, Auth.layer, Upstream.layer, Deadlines.layer)),
+    Layer.provideMerge(Layer.mergeAll(InflightCap.layer, ClientAddress.layer, Tracing.layer, Auth.layer, Upstream.layer, Deadlines.layer)),
     Layer.provideMerge(Registry.layer),
     Layer.provide(RegistryClock.layer),
     Layer.provideMerge(Backend.layer),

@@ -8,7 +8,10 @@ import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
 import { describeParseError, formatPath } from "./config/Messages.js"
 import { readRedisFiles } from "./config/RedisFiles.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
-import { type CommandLineFlags, type ConfigFileArgument, configFileArgument, type Env, type EnvSource, isPlainObject, overlayEnv } from "./config/Sources.js"
+import { nearest } from "./config/Nearest.js"
+import {
+  type CommandLineFlags, type ConfigFileArgument, configFileArgument, type Env, type EnvSource, isPlainObject, KNOWN_VARS, overlayEnv, unknownVariables
+} from "./config/Sources.js"
 
 export type { AffinityKey, Takeover } from "./config/Fields.js"
 export type { ApiKeyProviderConfig, JwtProviderConfig, NamespaceRule, ProviderConfig } from "./config/Auth.js"
@@ -37,6 +40,11 @@ const readConfigFile = (arg: ConfigFileArgument): Effect.Effect<Record<string, u
   )
 }
 
+const unknownVariableMessage = (name: string): string => {
+  const near = nearest(name, KNOWN_VARS)
+  return `${name}: unknown variable; ${near === undefined ? "pinboard --help lists every one" : `did you mean ${near}?`}`
+}
+
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 const decode = Schema.decodeUnknown(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
@@ -53,6 +61,12 @@ export const loadConfigWithSources: (input: {
   readonly flags: CommandLineFlags
   readonly env: Env
 }) => Effect.Effect<LoadedConfig, ConfigInvalid> = Effect.fn("Config.load")(function*({ flags, env }) {
+  const unknown = unknownVariables(env)
+  if (unknown.length > 0) {
+    return yield* new ConfigInvalid({
+      message: unknown.map(unknownVariableMessage).join("\n")
+    })
+  }
   const file = configFileArgument(flags, env)
   const fileContent = yield* readConfigFile(file)
   const { input, sources } = overlayEnv(fileContent, env, flags)

@@ -39,9 +39,12 @@ const plain = (config: PinboardConfig) => ({ ...config, token: Redacted.value(co
 const DEFAULTS = {
   port: 8080,
   host: "0.0.0.0",
+  trustedProxies: [],
+  proxyProtocol: false,
+  server: { keepAliveTimeoutMs: 75000, headersTimeoutMs: 60000 },
   token: "deployment-secret",
   redis: { url: undefined, cluster: undefined, sentinels: undefined, sentinelMaster: undefined, prefix: "pb", username: undefined, password: undefined, passwordFile: undefined, sentinelUsername: undefined, sentinelPassword: undefined, tls: false, tlsCa: undefined, tlsCert: undefined, tlsKey: undefined, tlsServername: undefined },
-  registry: { maxClockOffsetMs: 1000 },
+  registry: { maxClockOffsetMs: 1000, port: undefined, host: undefined },
   buckets: 16,
   leaseMs: 15000,
   balanceFactor: 1.25,
@@ -50,7 +53,7 @@ const DEFAULTS = {
   envs: {},
   forwards: { timeoutMs: 30000, maxInflight: 1024 },
   nack: { threshold: 3, windowMs: 15000 },
-  shutdown: { graceMs: 10000 },
+  shutdown: { drainDelayMs: 0, graceMs: 10000 },
   metrics: { port: undefined, host: undefined },
   log: { level: "info", access: false },
   otlp: { endpoint: undefined, sampleRatio: 1 },
@@ -369,9 +372,20 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "bad caller", file: { namespaces: [{ namespace: "/t", auth: "none", callers: ["rooms"] }] }, message: `namespaces[0].callers[0]: expected "*" or a namespace like "/threads", got "rooms"` },
     { name: "two rules for one namespace", file: { namespaces: [{ namespace: "/t", auth: "none" }, { namespace: "/t", auth: "none" }] }, message: `namespaces[1].namespace: expected a namespace no earlier rule names, got "/t"` },
     { name: "credential naming header and cookie", file: { namespaces: [{ namespace: "/t", auth: "none", credential: { header: "x", cookie: "y" } }] }, message: `namespaces[0].credential: expected {"header": <name>} or {"cookie": <name>}` },
-    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option (expected one of: port, host, token, redis, registry, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
-    { name: "unknown nested key", file: { forwards: { timeout: 5 } }, message: "forwards.timeout: unknown option (expected one of: timeoutMs, maxInflight)" },
-    { name: "unknown provider key", file: { providers: { a: { type: "jwt", secret: "s", issuer: "i", audiences: ["x"] } } }, message: "providers.a.audiences: unknown option (expected one of: type, jwksUrl, publicKey, secret, issuer, audience, algorithms)" },
+    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option; did you mean leaseMs? (expected one of: port, host, trustedProxies, proxyProtocol, server, token, redis, registry, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
+    { name: "a trusted proxy that is no address", env: { PINBOARD_TRUSTED_PROXIES: "10.0.0.0/8, lb.internal" }, message: `PINBOARD_TRUSTED_PROXIES: expected a comma-separated list of IP addresses and CIDR ranges, got "10.0.0.0/8, lb.internal"` },
+    { name: "a CIDR prefix past the family's", file: { trustedProxies: ["10.0.0.0/33"] }, message: `trustedProxies[0]: expected an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got "10.0.0.0/33"` },
+    { name: "trusted proxies not a list in the file", file: { trustedProxies: "10.0.0.1" }, message: `trustedProxies: expected a list of IP addresses and CIDR ranges, got "10.0.0.1"` },
+    { name: "PROXY protocol not a flag", env: { PINBOARD_PROXY_PROTOCOL: "yes" }, message: `PINBOARD_PROXY_PROTOCOL: expected 1, 0, true or false, got "yes"` },
+    { name: "a keep-alive timeout of 0", env: { PINBOARD_KEEPALIVE_TIMEOUT_MS: "0" }, message: `PINBOARD_KEEPALIVE_TIMEOUT_MS: expected a positive integer of milliseconds (at most 2147483647), got "0"` },
+    { name: "a negative drain delay", env: { PINBOARD_DRAIN_DELAY_MS: "-1" }, message: `PINBOARD_DRAIN_DELAY_MS: expected an integer of milliseconds from 0 to 2147483647, got "-1"` },
+    { name: "the registry API on the data port", env: { PINBOARD_PORT: "9000", PINBOARD_REGISTRY_PORT: "9000" }, message: `PINBOARD_REGISTRY_PORT: expected a port other than the data plane's (9000), got "9000"` },
+    { name: "the registry API on the metrics port", file: { metrics: { port: 9100 }, registry: { port: 9100 } }, message: "registry.port: expected a port other than the metrics listener's (9100), got 9100" },
+    { name: "a mistyped variable", env: { PINBOARD_REDIS_CLUSTR: "r1:6379" }, message: "PINBOARD_REDIS_CLUSTR: unknown variable; did you mean PINBOARD_REDIS_CLUSTER?" },
+    { name: "a variable like none", env: { PINBOARD_FROBNICATE: "1" }, message: "PINBOARD_FROBNICATE: unknown variable; pinboard --help lists every one" },
+    { name: "a mistyped key in the file", file: { redis: { clustr: ["r1:6379"] } }, message: expect.stringMatching(/^redis\.clustr: unknown option; did you mean redis\.cluster\? \(expected one of: url, cluster, /) as unknown as string },
+    { name: "unknown nested key", file: { forwards: { timeout: 5 } }, message: "forwards.timeout: unknown option; did you mean forwards.timeoutMs? (expected one of: timeoutMs, maxInflight)" },
+    { name: "unknown provider key", file: { providers: { a: { type: "jwt", secret: "s", issuer: "i", audiences: ["x"] } } }, message: "providers.a.audiences: unknown option; did you mean providers.a.audience? (expected one of: type, jwksUrl, publicKey, secret, issuer, audience, algorithms)" },
   ]
 
   for (const c of cases) {
@@ -379,9 +393,37 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
       Effect.gen(function*() {
         const env = { ...TOKEN, ...c.env }
         const message = yield* failure(env, c.raw ?? c.file)
-        expect(message).toBe(c.message)
+        expect(message).toEqual(c.message)
       }))
   }
+
+  it.effect("the new listener settings: trusted proxies, PROXY protocol, timeouts, drain delay, the registry port", () =>
+    Effect.gen(function*() {
+      const config = yield* load({
+        ...TOKEN,
+        PINBOARD_TRUSTED_PROXIES: "10.0.0.0/8, fd00::/8,127.0.0.1",
+        PINBOARD_PROXY_PROTOCOL: "1",
+        PINBOARD_KEEPALIVE_TIMEOUT_MS: "65000",
+        PINBOARD_HEADERS_TIMEOUT_MS: "20000",
+        PINBOARD_DRAIN_DELAY_MS: "5000",
+        PINBOARD_REGISTRY_PORT: "8081",
+        PINBOARD_REGISTRY_HOST: "10.1.2.3"
+      })
+      expect(config.trustedProxies).toStrictEqual(["10.0.0.0/8", "fd00::/8", "127.0.0.1"])
+      expect(config.proxyProtocol).toBe(true)
+      expect(config.server).toStrictEqual({ keepAliveTimeoutMs: 65000, headersTimeoutMs: 20000 })
+      expect(config.shutdown).toStrictEqual({ drainDelayMs: 5000, graceMs: 10000 })
+      expect(config.registry).toStrictEqual({ maxClockOffsetMs: 1000, port: 8081, host: "10.1.2.3" })
+    }))
+
+  it.effect("every mistyped variable is named, before the file is read", () =>
+    Effect.gen(function*() {
+      const message = yield* failure({ ...TOKEN, PINBOARD_LEASEMS: "1", PINBOARD_URL: "http://pinboard:8080", PINBOARD_TRUSTED_PROXY: "10.0.0.1" }, "not JSON")
+      expect(message.split("\n")).toStrictEqual([
+        "PINBOARD_LEASEMS: unknown variable; did you mean PINBOARD_LEASE_MS?",
+        "PINBOARD_TRUSTED_PROXY: unknown variable; did you mean PINBOARD_TRUSTED_PROXIES?"
+      ])
+    }))
 
   it.effect("invalid JSON is named with its file", () =>
     Effect.gen(function*() {

@@ -2,6 +2,7 @@
 // half of its error message; the loader prefixes the field and appends what it got.
 import { ParseResult, Schema } from "effect"
 import type { LogLevelName } from "../serving/LogLine.js"
+import { isAddressOrRange } from "../serving/TrustedProxies.js"
 import { isHttpUrl } from "../serving/Otlp.js"
 
 /** Message annotation for a leaf: also replaces the message of a failing `from` (a string where a number belongs). */
@@ -38,6 +39,7 @@ export const Port = integer(1, 65535)
 export const Buckets = integer(1, 16384)
 export const LeaseMs = integer(1000, MAX_TIMER_MS)
 export const PositiveMs = integer(1, MAX_TIMER_MS, `a positive integer of milliseconds (at most ${MAX_TIMER_MS})`)
+export const NonNegativeMs = integer(0, MAX_TIMER_MS, `an integer of milliseconds from 0 to ${MAX_TIMER_MS}`)
 export const PositiveInt = integer(1, Number.MAX_SAFE_INTEGER, "a positive integer")
 export const BalanceFactor = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
@@ -77,6 +79,9 @@ export const HostPort = Schema.String.pipe(Schema.filter(isHostPort, expected("h
 export const RedisNodes = Schema.Array(HostPort).pipe(
   Schema.filter((a) => a.length > 0, expectedShape("a non-empty list of host:port"))
 )
+/** A trusted proxy: an IPv4 or IPv6 address, or a CIDR range of either (docs/deploy.md "Behind a load balancer"). */
+export const ProxyAddress = Schema.String.pipe(Schema.filter(isAddressOrRange, expected("an IP address or a CIDR range (10.0.0.0/8, fd00::/8)")))
+
 /** A Redis or Sentinel password (an ACL user's, or `requirepass`'s). */
 export const RedisPassword = Schema.Redacted(NonEmptyString)
 /** A file read at start (a mounted secret, a PEM certificate or key). */

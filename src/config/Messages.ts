@@ -1,6 +1,7 @@
 // Turns Schema issues into short lines naming the field (or environment variable),
 // what was expected and what was given: `PINBOARD_PORT: expected an integer from 1 to 65535, got "abc"`.
 import { ParseResult } from "effect"
+import { nearest } from "./Nearest.js"
 import { type EnvSource, lookup, SECRET_KEYS } from "./Sources.js"
 
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
@@ -19,15 +20,18 @@ const shown = (path: ReadonlyArray<PropertyKey>, actual: unknown): string => {
   return ""
 }
 
-/** `is unexpected, expected: "port" | "host"` -> `port, host` */
-const knownKeys = (message: string): string => [...message.matchAll(/"([^"]*)"/g)].map((m) => m[1]).join(", ")
+/** `is unexpected, expected: "port" | "host"` -> `["port", "host"]` */
+const knownKeys = (message: string): Array<string> => [...message.matchAll(/"([^"]*)"/g)].map((m) => m[1]!)
 
 const describeIssue = (issue: ParseResult.ArrayFormatterIssue, input: unknown, sources: ReadonlyArray<EnvSource>): string => {
   const field = formatPath(issue.path)
   switch (issue._tag) {
     case "Unexpected": {
       const known = knownKeys(issue.message)
-      return `${field}: unknown option${known === "" ? "" : ` (expected one of: ${known})`}`
+      const key = issue.path[issue.path.length - 1]
+      const near = typeof key === "string" ? nearest(key, known) : undefined
+      const hint = near === undefined ? "" : `; did you mean ${formatPath([...issue.path.slice(0, -1), near])}?`
+      return `${field}: unknown option${hint}${known.length === 0 ? "" : ` (expected one of: ${known.join(", ")})`}`
     }
     case "Missing":
       return field === "token"

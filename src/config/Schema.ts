@@ -5,7 +5,7 @@ import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
   AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
-  PositiveInt, PositiveMs, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
+  NonNegativeMs, PositiveInt, PositiveMs, ProxyAddress, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
 const exact = { exact: true } as const
@@ -28,6 +28,15 @@ const section = <A, I>(struct: Schema.Schema<A, I>) => {
 const ConfigFields = Schema.Struct({
   port: withDefault(Port, () => 8080),
   host: withDefault(NonEmptyString, () => "0.0.0.0"),
+  /** Peers whose `X-Forwarded-For` names the client (docs/deploy.md "Behind a load balancer"). */
+  trustedProxies: withDefault(Schema.Array(ProxyAddress).annotations(expectedShape("a list of IP addresses and CIDR ranges")), () => []),
+  /** Every connection to `port` opens with a PROXY protocol header (v1 or v2). */
+  proxyProtocol: withDefault(Flag, () => false),
+  /** The data-plane listener's connection timeouts; no total request timeout (docs/proxy.md "Limits"). */
+  server: section(Schema.Struct({
+    keepAliveTimeoutMs: withDefault(PositiveMs, () => 75_000),
+    headersTimeoutMs: withDefault(PositiveMs, () => 60_000)
+  })),
   token: Token,
   /** One of url, cluster or sentinels (none: the embedded registry); the rest applies to every mode (docs/deploy.md). */
   redis: section(Schema.Struct({
@@ -47,8 +56,16 @@ const ConfigFields = Schema.Struct({
     tlsKey: optionalOrUndefined(FilePath),
     tlsServername: optionalOrUndefined(NonEmptyString)
   })),
-  /** How far this process's wall clock may be from the registry's before it stops writing (docs/deploy.md "Clocks"). */
-  registry: section(Schema.Struct({ maxClockOffsetMs: withDefault(PositiveMs, () => 1000) })),
+  /**
+   * `maxClockOffsetMs`: how far this process's wall clock may be from the registry's before it
+   * stops writing (docs/deploy.md "Clocks"). `port`: the registry API's own listener, off the
+   * data port; `host` defaults to `host`.
+   */
+  registry: section(Schema.Struct({
+    maxClockOffsetMs: withDefault(PositiveMs, () => 1000),
+    port: optionalOrUndefined(Port),
+    host: optionalOrUndefined(NonEmptyString)
+  })),
   buckets: withDefault(Buckets, () => 16),
   leaseMs: withDefault(LeaseMs, () => 15_000),
   balanceFactor: withDefault(BalanceFactor, () => 1.25),
@@ -70,7 +87,11 @@ const ConfigFields = Schema.Struct({
     threshold: withDefault(PositiveInt, () => 3),
     windowMs: Schema.optionalWith(PositiveMs, exact) // default: one lease, filled in by PinboardConfigSchema
   })),
-  shutdown: section(Schema.Struct({ graceMs: withDefault(PositiveMs, () => 10_000) })),
+  /** `drainDelayMs`: how long requests are still served after SIGTERM, `/readyz` already 503; then `graceMs` for those in flight. */
+  shutdown: section(Schema.Struct({
+    drainDelayMs: withDefault(NonNegativeMs, () => 0),
+    graceMs: withDefault(PositiveMs, () => 10_000)
+  })),
   /** The Prometheus listener; off while `port` is undefined. `host` defaults to `host`. */
   metrics: section(Schema.Struct({
     port: optionalOrUndefined(Port),
@@ -101,7 +122,7 @@ type ConfigFields = typeof ConfigFields.Type
 
 /** Rules that span fields; each issue points at the field to fix. */
 const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
-  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis)]
+  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c)]
   const providerNames = Object.keys(c.providers)
   const seen = new Set<string>()
   c.namespaces?.forEach((rule, i) => {
@@ -122,6 +143,18 @@ const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
       issues.push({ path: ["namespaces", i, "scopes"], message: `expected no scopes for auth "none" (scopes are checked against a credential)` })
     }
   })
+  return issues
+}
+
+/** Each listener on its own port. */
+const listenerIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
+  const issues: Array<Schema.FilterIssue> = []
+  if (c.registry.port !== undefined && c.registry.port === c.port) {
+    issues.push({ path: ["registry", "port"], message: `expected a port other than the data plane's (${c.port})` })
+  }
+  if (c.registry.port !== undefined && c.registry.port === c.metrics.port) {
+    issues.push({ path: ["registry", "port"], message: `expected a port other than the metrics listener's (${c.metrics.port})` })
+  }
   return issues
 }
 

@@ -14,8 +14,35 @@ export interface EnvVar {
 }
 
 export const ENV_VARS: ReadonlyArray<EnvVar> = [
-  { name: "PINBOARD_PORT", path: ["port"], kind: "number", summary: "port of the data plane and the registry API" },
+  { name: "PINBOARD_PORT", path: ["port"], kind: "number", summary: "port of the data plane (and of the registry API, unless PINBOARD_REGISTRY_PORT)" },
   { name: "PINBOARD_HOST", path: ["host"], kind: "string", summary: "address to listen on" },
+  {
+    name: "PINBOARD_TRUSTED_PROXIES",
+    path: ["trustedProxies"],
+    kind: "list",
+    expected: "expected a comma-separated list of IP addresses and CIDR ranges",
+    summary: "peers whose X-Forwarded-For names the client (addresses and CIDR ranges); unset: none"
+  },
+  {
+    name: "PINBOARD_PROXY_PROTOCOL",
+    path: ["proxyProtocol"],
+    kind: "boolean",
+    expected: "expected 1, 0, true or false",
+    summary: "every connection opens with a PROXY protocol v1 or v2 header (1 or 0)"
+  },
+  {
+    name: "PINBOARD_KEEPALIVE_TIMEOUT_MS",
+    path: ["server", "keepAliveTimeoutMs"],
+    kind: "number",
+    summary: "an idle client connection is closed after this; keep it above the balancer's idle timeout"
+  },
+  { name: "PINBOARD_HEADERS_TIMEOUT_MS", path: ["server", "headersTimeoutMs"], kind: "number", summary: "a request's headers must arrive whole within this" },
+  {
+    name: "PINBOARD_DRAIN_DELAY_MS",
+    path: ["shutdown", "drainDelayMs"],
+    kind: "number",
+    summary: "after SIGTERM, requests are still served this long with /readyz 503, then the drain"
+  },
   { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token workers and inspect present (required)" },
   { name: "PINBOARD_REDIS_URL", path: ["redis", "url"], kind: "string", summary: "one Redis; unset: the embedded registry" },
   {
@@ -62,6 +89,8 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     kind: "number",
     summary: "how far the wall clock may be from the registry's (Redis TIME) before registry writes stop"
   },
+  { name: "PINBOARD_REGISTRY_PORT", path: ["registry", "port"], kind: "number", summary: "the registry API's own listener, off the data port; unset: on the data port" },
+  { name: "PINBOARD_REGISTRY_HOST", path: ["registry", "host"], kind: "string", summary: "address of the registry API's listener; unset: PINBOARD_HOST's" },
   { name: "PINBOARD_LEASE_MS", path: ["leaseMs"], kind: "number", summary: "a worker's lease, and the cold start" },
   {
     name: "PINBOARD_HOSTNAME_AWARE",
@@ -132,6 +161,21 @@ export const configFileArgument = (flags: CommandLineFlags, env: Env): ConfigFil
   const fromEnv = env["PINBOARD_CONFIG"]
   return fromEnv === undefined || fromEnv === "" ? { _tag: "None" } : { _tag: "File", path: fromEnv, from: "PINBOARD_CONFIG" }
 }
+
+/**
+ * `PINBOARD_*` names that are not options: the config file's, and the one the worker library
+ * and the demo worker read (an environment shared with workers may hold it).
+ */
+const OTHER_KNOWN_VARS = ["PINBOARD_CONFIG", "PINBOARD_URL"]
+
+/** Every `PINBOARD_*` name Pinboard knows; any other set in its environment is a mistake (docs/config.md). */
+export const KNOWN_VARS: ReadonlyArray<string> = [...ENV_VARS.map((envVar) => envVar.name), ...OTHER_KNOWN_VARS]
+
+/** The `PINBOARD_*` variables set in `env` that Pinboard does not know, in name order. */
+export const unknownVariables = (env: Env): ReadonlyArray<string> =>
+  Object.keys(env)
+    .filter((name) => name.startsWith("PINBOARD_") && !KNOWN_VARS.includes(name))
+    .sort()
 
 const NUMBER = /^-?\d+(?:\.\d+)?$/
 

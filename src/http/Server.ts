@@ -1,16 +1,17 @@
 // The node:http server: probes, the registry API, instance requests and upgrades;
 // graceful shutdown (docs/proxy.md).
-import http, { type IncomingMessage, type ServerResponse } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Context, Effect, Layer, Runtime } from "effect"
 import { pathOf } from "../Address.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { AppConfig } from "../AppConfig.js"
-import { ConnectNotImplemented, MethodNotAllowed, type Reply } from "../Errors.js"
+import { ConnectNotImplemented, MethodNotAllowed, type Reply, RouteNotFound } from "../Errors.js"
 import { InstancePipeline } from "../pipeline/Pipeline.js"
 import { exchangeObserver, NO_SPAN } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { Tracing } from "../observe/Tracing.js"
+import { ClientAddress } from "../pipeline/ClientAddress.js"
 import { InflightCap } from "../pipeline/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
@@ -20,6 +21,8 @@ import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
+import { acceptProxyProtocol } from "../serving/ProxyProtocol.js"
+import { createServer, delayUnless, nextStopSignal } from "./Listener.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -40,7 +43,7 @@ const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>
 
 export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
-  static readonly layer: Layer.Layer<Server, never, AppConfig | Registry | InstancePipeline | Metrics | InflightCap | Tracing> =
+  static readonly layer: Layer.Layer<Server, never, AppConfig | Registry | InstancePipeline | Metrics | InflightCap | Tracing | ClientAddress> =
     Layer.scoped(Server, Effect.suspend(() => serve))
 }
 
@@ -56,7 +59,7 @@ const serve = Effect.gen(function* () {
   const metrics = yield* Metrics
   const inflight = yield* InflightCap
   metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
-  const observer = exchangeObserver(metrics, config.log.access)
+  const observer = exchangeObserver(metrics, config.log.access, (yield* ClientAddress).of)
 
   // An instance request is answered, then observed once its response is closed: counted,
   // logged and its span ended from the outcome's facts.
@@ -88,32 +91,60 @@ const serve = Effect.gen(function* () {
       )
     })
 
+  // The registry API answers on the data port, or only on its own listener when it has one.
+  const registryApart = config.registry.port !== undefined
+  const registry = (req: IncomingMessage, res: ServerResponse) =>
+    respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
+  const notFound = (req: IncomingMessage, res: ServerResponse) => respond(req, res, Effect.fail(new RouteNotFound()))
+
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req.url ?? "/")
     const refused = messageError(req)
     if (refused !== undefined && route !== "instance") return respond(req, res, Effect.fail(refused))
     switch (route) {
       case "healthz":
-        return respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
       case "readyz":
-        return respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
+        return probes(req, res, route)
       case "registry":
-        return respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
+        return registryApart ? notFound(req, res) : registry(req, res)
       case "instance":
         return instance(req, res, refused)
     }
   }
 
+  const probes = (req: IncomingMessage, res: ServerResponse, route: "healthz" | "readyz") =>
+    route === "healthz"
+      ? respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
+      : respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
+
+  // The registry API's own listener: the probes and `/registry/*`, nothing else.
+  const handleRegistryPort = (req: IncomingMessage, res: ServerResponse) => {
+    const route = routeOf(req.url ?? "/")
+    const refused = messageError(req)
+    if (refused !== undefined) return respond(req, res, Effect.fail(refused))
+    switch (route) {
+      case "healthz":
+      case "readyz":
+        return probes(req, res, route)
+      case "registry":
+        return registry(req, res)
+      case "instance":
+        return notFound(req, res)
+    }
+  }
+
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
   const inFlight = makeInFlight()
+  const serverFor = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>) =>
+    createServer(config.server, (req, res) => {
+      inFlight.track(res)
+      // While shutting down, no connection is kept for another request.
+      if (shuttingDown) res.shouldKeepAlive = false
+      run(handler(req, res))
+    })
 
-  // requireHostHeader: a missing Host must reach Pinboard's own check (docs/proxy.md "What every client gets").
-  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
-    inFlight.track(res)
-    // While shutting down, no connection is kept for another request.
-    if (shuttingDown) res.shouldKeepAlive = false
-    run(handle(req, res))
-  })
+  const server = serverFor(handle)
+  if (config.proxyProtocol) acceptProxyProtocol(server, { timeoutMs: config.server.headersTimeoutMs })
   // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
   // "WebSockets"); any other offer is served as the ordinary request it also is.
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -128,16 +159,34 @@ const serve = Effect.gen(function* () {
   })
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
   yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
+  const registryServer = registryApart ? serverFor(handleRegistryPort) : undefined
+  if (registryServer !== undefined) {
+    const host = config.registry.host ?? config.host
+    const registryPort = yield* Effect.orDie(listen(registryServer, config.registry.port!, host))
+    yield* Effect.logInfo(`pinboard registry API listening on http://${host}:${registryPort}`)
+  }
 
-  // SIGTERM (docs/proxy.md "Shutdown"): /readyz turns 503, the listener stops accepting,
+  // SIGTERM (docs/proxy.md "Shutdown"): /readyz turns 503; requests are still served for
+  // shutdown.drainDelayMs (a second signal ends that), then the listeners stop accepting,
   // in-flight exchanges get shutdown.graceMs to finish, then whatever is left is closed,
   // tunnels too. main.ts logs `pinboard stopped` once every layer is released.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {
       shuttingDown = true
-      yield* Effect.logInfo("pinboard draining").pipe(Effect.annotateLogs({ grace_ms: config.shutdown.graceMs, tunnels: tunnels.size }))
-      yield* inFlight.drain(server, config.shutdown.graceMs)
-      server.closeAllConnections()
+      const { drainDelayMs, graceMs } = config.shutdown
+      if (drainDelayMs > 0) {
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const secondSignal = yield* nextStopSignal
+            yield* Effect.logInfo("pinboard not ready, still serving").pipe(Effect.annotateLogs({ drain_delay_ms: drainDelayMs }))
+            yield* delayUnless(drainDelayMs, secondSignal)
+          })
+        )
+      }
+      yield* Effect.logInfo("pinboard draining").pipe(Effect.annotateLogs({ grace_ms: graceMs, tunnels: tunnels.size }))
+      const servers = registryServer === undefined ? [server] : [server, registryServer]
+      yield* inFlight.drain(servers, graceMs)
+      for (const each of servers) each.closeAllConnections()
       for (const tunnel of tunnels) tunnel.destroy()
     })
   )

@@ -30,7 +30,8 @@ export interface OwnAnswer {
 
 /** The request's span, ended by the observer (observe/Tracing.ts). */
 export interface RequestSpan {
-  readonly end: (facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number) => void
+  /** `client`: the client's address (pipeline/ClientAddress.ts). */
+  readonly end: (facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number, client: string) => void
 }
 
 /** A request that is not traced. */
@@ -50,10 +51,11 @@ export interface ExchangeObserver {
   ) => void
 }
 
-export const exchangeObserver = (metrics: MetricsService, accessLog: boolean): ExchangeObserver => ({
+export const exchangeObserver = (metrics: MetricsService, accessLog: boolean, clientOf: (req: IncomingMessage) => string): ExchangeObserver => ({
   idle: !metrics.enabled && !accessLog,
   finished: (req, facts, answer, status, startedAt, span) => {
-    span.end(facts, answer, status)
+    const client = span === NO_SPAN && !accessLog ? "" : clientOf(req)
+    span.end(facts, answer, status, client)
     const seconds = (performance.now() - startedAt) / 1000
     metrics.request(facts.namespace, status, seconds)
     if (answer !== undefined) metrics.error(answer.error)
@@ -62,6 +64,7 @@ export const exchangeObserver = (metrics: MetricsService, accessLog: boolean): E
     writeLogLine("info", "access", {
       method: req.method,
       path: pathOf(req.url ?? "/"),
+      client,
       namespace: facts.namespace,
       id: facts.id,
       status,

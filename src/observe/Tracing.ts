@@ -82,8 +82,9 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
     const tracer = yield* makeOtlpTracer(endpoint, { serviceName: "pinboard" })
     const clock = yield* Effect.clock
 
-    /** The exchange's namespace, id, worker, epoch and error, and the status; a 5xx marks the span failed. */
-    const end = (span: Tracer.Span, facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number) => {
+    /** The client, the exchange's namespace, id, worker, epoch and error, and the status; a 5xx marks the span failed. */
+    const end = (span: Tracer.Span, facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number, client: string) => {
+      span.attribute("client.address", client)
       if (facts.namespace !== undefined) span.attribute("pinboard.namespace", facts.namespace)
       if (facts.id !== undefined) span.attribute("pinboard.id", facts.id)
       if (facts.worker !== undefined) span.attribute("pinboard.worker", facts.worker)
@@ -105,7 +106,7 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
         const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
         const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
           span.attribute("http.request.method", req.method ?? "GET")
-          return Effect.withParentSpan(answer({ end: (facts, own, status) => end(span, facts, own, status) }), span)
+          return Effect.withParentSpan(answer({ end: (facts, own, status, client) => end(span, facts, own, status, client) }), span)
         })
         if (caller !== undefined || sampleRatio === 1) return traced
         return Effect.flatMap(Random.next, (draw) =>

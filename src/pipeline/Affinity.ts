@@ -2,11 +2,9 @@
 import type { IncomingMessage } from "node:http"
 import type { AffinityKey } from "../Config.js"
 import { cookieValue } from "../contract/Cookie.js"
-import { peerAddress } from "../proxy/Headers.js"
 
-/** The configured header or cookie, falling back to the client IP when the request has none. */
-export const affinityOf = (req: IncomingMessage, key: AffinityKey): string => {
-  const ip = peerAddress(req.socket.remoteAddress)
+/** The configured header or cookie, falling back to the client's address (`ip`) when the request has none. */
+export const affinityOf = (req: IncomingMessage, key: AffinityKey, ip: string): string => {
   switch (key._tag) {
     case "ip":
       return ip

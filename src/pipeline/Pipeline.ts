@@ -16,11 +16,12 @@ import type { ExchangeFacts } from "../observe/Exchange.js"
 import type { Outbound } from "../proxy/Exchange.js"
 import { ForwardContext } from "../proxy/ForwardContext.js"
 import { sendRequest } from "../proxy/Forward.js"
-import { forwardRequestHeaders, peerAddress } from "../proxy/Headers.js"
+import { forwardRequestHeaders } from "../proxy/Headers.js"
 import { targetOf } from "../proxy/Target.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
 import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
+import { ClientAddress } from "./ClientAddress.js"
 import { Deliver, type DeliverError, type Transport } from "./Deliver.js"
 import { readCaller, type AttestationError } from "./steps/Attestation.js"
 import { checkCallerScope } from "./steps/CallerScope.js"
@@ -103,6 +104,7 @@ const hasBody = (headers: IncomingHttpHeaders): boolean =>
 const outboundOf = (
   auth: AuthService,
   req: IncomingMessage,
+  client: string,
   admitted: Admitted,
   learned: Learned,
   placement: Placement,
@@ -119,7 +121,7 @@ const outboundOf = (
     path: target.path,
     headers: forwardRequestHeaders(req.headers, {
       epoch: placement.epoch,
-      peer: peerAddress(req.socket.remoteAddress),
+      peer: client,
       traceparent,
       attestation: auth.attest({
         worker: placement.worker,
@@ -143,7 +145,7 @@ export interface InstancePipelineService {
 }
 
 export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<InstancePipeline, InstancePipelineService>() {
-  static readonly layer: Layer.Layer<InstancePipeline, never, AppConfig | Auth | Registry | ForwardContext | Deliver> = Layer.effect(
+  static readonly layer: Layer.Layer<InstancePipeline, never, AppConfig | Auth | Registry | ForwardContext | Deliver | ClientAddress> = Layer.effect(
     InstancePipeline,
     Effect.gen(function* () {
       const config = yield* AppConfig
@@ -151,17 +153,23 @@ export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<I
       const forward = yield* ForwardContext
       const registry = yield* Registry
       const deliver = yield* Deliver
+      const clientAddress = yield* ClientAddress
       const { hostnameAware } = config
       const affinityKey = config.affinity.key
 
       /** Admits the request, then delivers it over the transport made for it. Suspended: what the
        * steps decide at once is decided in the fiber, so a throw is a defect there (500). */
-      const route = <Sent>(req: IncomingMessage, learned: Learned, transportFor: (admitted: Admitted) => Transport<Sent>): Effect.Effect<InstanceOutcome> =>
+      const route = <Sent>(
+        req: IncomingMessage,
+        learned: Learned,
+        transportFor: (admitted: Admitted, client: string) => Transport<Sent>
+      ): Effect.Effect<InstanceOutcome> =>
         Effect.matchCause(
           Effect.suspend(() =>
-            afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, learned), (admitted) =>
-              deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey)), transportFor(admitted))
-            )
+            afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, learned), (admitted) => {
+              const client = clientAddress.of(req)
+              return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey, client)), transportFor(admitted, client))
+            })
           ),
           {
             onSuccess: () => learned,
@@ -175,22 +183,22 @@ export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<I
       return {
         request: (req, res) => {
           const learned = new Learned()
-          return route(req, learned, (admitted) => {
+          return route(req, learned, (admitted, clientIp) => {
             const withBody = hasBody(req.headers)
             // No finish: the body streams on by itself once the headers are relayed.
             return {
               canRePlace: !withBody,
               send: (placement, sendBy, settled, traceparent) =>
-                sendRequest(forward, req, res, outboundOf(auth, req, admitted, learned, placement, sendBy, settled, traceparent), withBody)
+                sendRequest(forward, req, res, outboundOf(auth, req, clientIp, admitted, learned, placement, sendBy, settled, traceparent), withBody)
             }
           })
         },
         upgrade: (req, client, head, tunnels) => {
           const learned = new Learned()
-          return route(req, learned, (admitted) => ({
+          return route(req, learned, (admitted, clientIp) => ({
             canRePlace: true,
             send: (placement, sendBy, settled, traceparent) =>
-              sendUpgrade(forward, req, client, outboundOf(auth, req, admitted, learned, placement, sendBy, settled, traceparent)),
+              sendUpgrade(forward, req, client, outboundOf(auth, req, clientIp, admitted, learned, placement, sendBy, settled, traceparent)),
             finish: (exchange) => {
               learned.upgradeStatus = exchange.statusCode
               return openTunnel(exchange, client, head, tunnels)

@@ -2,6 +2,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { ATTESTATION_HEADER, EPOCH_HEADER, isPinboardHeader, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract/Headers.js"
 import { TRACEPARENT_HEADER } from "../contract/TraceParent.js"
+import { plainAddress } from "../serving/TrustedProxies.js"
 
 /** Headers as node:http and undici hand them over: lowercase names. */
 type HeaderMap = Readonly<Record<string, string | Array<string> | undefined>>
@@ -94,5 +95,4 @@ export const withCors = (headers: OutgoingHttpHeaders, origin: string | undefine
 }
 
 /** The observed peer; an IPv4-mapped IPv6 address is written as IPv4 (docs/protocol.md "Resolution"). */
-export const peerAddress = (remote: string | undefined): string =>
-  remote === undefined ? "" : remote.startsWith("::ffff:") && remote.includes(".") ? remote.slice(7) : remote
+export const peerAddress = (remote: string | undefined): string => (remote === undefined ? "" : plainAddress(remote))

@@ -7,8 +7,8 @@ import { Duration, Effect } from "effect"
 export interface InFlight {
   /** Counts `res`'s exchange until its response closes. */
   readonly track: (res: ServerResponse) => void
-  /** Stops accepting, closes idle connections, and waits up to `grace` for the exchanges in flight. */
-  readonly drain: (server: Server, grace: Duration.DurationInput) => Effect.Effect<void>
+  /** Stops the servers accepting, closes their idle connections, and waits up to `grace` for the exchanges in flight. */
+  readonly drain: (servers: ReadonlyArray<Server>, grace: Duration.DurationInput) => Effect.Effect<void>
 }
 
 export const makeInFlight = (): InFlight => {
@@ -27,10 +27,12 @@ export const makeInFlight = (): InFlight => {
       count++
       res.on("close", over)
     },
-    drain: (server, grace) =>
+    drain: (servers, grace) =>
       Effect.suspend(() => {
-        server.close()
-        server.closeIdleConnections()
+        for (const server of servers) {
+          server.close()
+          server.closeIdleConnections()
+        }
         // Stops run in finalizers, uninterruptibly: the wait must be interruptible for the grace to end it.
         return Effect.timeout(Effect.interruptible(allOver), grace).pipe(Effect.ignore)
       })

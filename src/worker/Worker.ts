@@ -164,7 +164,7 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
       // Tell Pinboard at once, so no new placement lands here during the grace period.
       const incarnation = lease.incarnation()
       if (incarnation !== undefined) yield* Effect.ignore(Effect.tryPromise(() => registry.heartbeat(incarnation, status())))
-      yield* inFlight.drain(server, grace)
+      yield* inFlight.drain([server], grace)
       yield* Effect.promise(() => activations.dropAll("shutdown"))
       yield* lease.deregister
     })

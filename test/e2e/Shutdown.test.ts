@@ -20,9 +20,9 @@ afterEach(async () => {
 /** A grace the test's own steps never use up: a forward it releases is never cut. */
 const LONG_GRACE_MS = scaled(10_000)
 
-const start = async (graceMs: number) => {
+const start = async (graceMs: number, drainDelayMs = 0) => {
   fleet = new Fleet()
-  const pinboard = await fleet.pinboard({ config: { shutdown: { graceMs } } })
+  const pinboard = await fleet.pinboard({ config: { shutdown: { graceMs, drainDelayMs } } })
   const worker = await fleet.worker(pinboard, { id: uid("w"), namespaces: ["/threads"] })
   await waitForColdStart(pinboard, "/threads")
   return { pinboard, worker }
@@ -153,5 +153,38 @@ describe("shutdown", () => {
     await release(worker, held)
     expect((await held.outcome).body).toBe("held\nreleased\n")
     expect(await pinboard.process.exited).toEqual({ code: 0, signal: null })
+  })
+
+  describe("with a drain delay (shutdown.drainDelayMs)", () => {
+    const readyStatus = async (pinboard: Pinboard) => (await request(pinboard, "/readyz", { headers: [["Connection", "close"]] })).status
+
+    it("answers /readyz 503 at once and still serves new connections for the delay, then drains and exits 0", async () => {
+      const delayMs = scaled(3000)
+      const { pinboard } = await start(LONG_GRACE_MS, delayMs)
+      expect(await readyStatus(pinboard)).toBe(200)
+      const signalled = performance.now()
+      process.kill(pinboard.pid, "SIGTERM")
+      await poll(async () => (await readyStatus(pinboard)) === 503, { timeoutMs: 2_000, reason: "/readyz to turn 503" })
+      const line = JSON.parse((await pinboard.process.waitForLine(/"message":"pinboard not ready, still serving"/, 2_000)).input!)
+      expect(line).toMatchObject({ level: "info", drain_delay_ms: delayMs })
+      // A new connection, a new id: placed and forwarded while the balancer still sends traffic here.
+      const served = await request(pinboard, `/threads/${uid("t")}/echo`, { headers: [["Connection", "close"]] })
+      expect(served.status).toBe(200)
+      expect(performance.now() - signalled).toBeLessThan(delayMs)
+      expect(pinboard.process.lines.filter((each) => each.includes('"pinboard draining"'))).toEqual([])
+      await untilRefused(pinboard)
+      expect(performance.now() - signalled).toBeGreaterThanOrEqual(delayMs)
+      expect(await pinboard.process.exited).toEqual({ code: 0, signal: null })
+    })
+
+    it("a second SIGTERM ends the delay at once", async () => {
+      const { pinboard } = await start(LONG_GRACE_MS, 600_000)
+      process.kill(pinboard.pid, "SIGTERM")
+      await pinboard.process.waitForLine(/"message":"pinboard not ready, still serving"/, 5_000)
+      const second = performance.now()
+      process.kill(pinboard.pid, "SIGTERM")
+      expect(await within(pinboard.process.exited, 10_000, "the exit after the second signal")).toEqual({ code: 0, signal: null })
+      expect(performance.now() - second).toBeLessThan(scaled(10_000))
+    })
   })
 })

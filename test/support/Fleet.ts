@@ -34,6 +34,8 @@ export interface Pinboard {
   readonly pid: number
   readonly process: Spawned
   readonly leaseMs: number
+  /** Where workers and inspect reach the registry API: `url`, or the registry's own listener (`registryPort`). */
+  readonly registryUrl: string
   /** Kills it by pid (also done by `Fleet.stop`). */
   readonly stop: () => Promise<void>
 }
@@ -71,6 +73,8 @@ export interface PinboardOptions extends RegistryBacking {
   readonly config?: Record<string, unknown>
   /** More environment (PINBOARD_* variables), laid over the rest. */
   readonly env?: Readonly<Record<string, string>>
+  /** The registry API on its own listener (PINBOARD_REGISTRY_PORT, a free port); the start is awaited there. */
+  readonly registryPort?: boolean
 }
 
 export interface WorkerOptions {
@@ -130,13 +134,15 @@ export class Fleet {
       writeFileSync(file, JSON.stringify(options.config))
       env.PINBOARD_CONFIG = file
     }
+    if (options.registryPort === true) env.PINBOARD_REGISTRY_PORT = String(await freePort())
     const child = spawnProcess(process.execPath, [MAIN], { env: { ...env, ...options.env } })
     this.stops.push(() => child.kill())
     const url = `http://127.0.0.1:${port}`
+    const registryUrl = env.PINBOARD_REGISTRY_PORT === undefined ? url : `http://127.0.0.1:${env.PINBOARD_REGISTRY_PORT}`
     await poll(
       async () => {
         if (child.exit !== undefined) throw new Error(`pinboard exited during start-up (${JSON.stringify(child.exit)}):\n${child.lines.join("\n")}`)
-        return fetch(`${url}/healthz`, { signal: AbortSignal.timeout(scaled(1000)) }).then(
+        return fetch(`${registryUrl}/healthz`, { signal: AbortSignal.timeout(scaled(1000)) }).then(
           async (res) => (await res.arrayBuffer(), res.status === 200),
           () => false
         )
@@ -145,13 +151,13 @@ export class Fleet {
     ).catch((error: Error) => {
       throw new Error(`${error.message}; its output:\n${child.lines.join("\n")}`)
     })
-    return { url, port, pid: child.pid, process: child, leaseMs, stop: async () => void (await child.kill()) }
+    return { url, port, pid: child.pid, process: child, leaseMs, registryUrl, stop: async () => void (await child.kill()) }
   }
 
   async worker(pinboard: Pinboard, options: WorkerOptions): Promise<Worker> {
     const args = [
       WORKER,
-      "--pinboard", pinboard.url,
+      "--pinboard", pinboard.registryUrl,
       "--token", TOKEN,
       "--worker", options.id,
       "--namespaces", options.namespaces.join(","),
@@ -302,12 +308,18 @@ export const coldStartIds = (namespace: string): Map<number, string> => {
  * registry cold start`. Each poll that gets through places its id: harmless, ids are fresh. In
  * hostname-aware mode `host` names a hostname the namespace is bound for, in env "".
  */
-export const waitForColdStart = async (pinboard: Pinboard, namespace: string, host?: string): Promise<void> => {
+export const waitForColdStart = async (
+  pinboard: Pinboard,
+  namespace: string,
+  host?: string,
+  send: (path: string) => Promise<{ readonly status: number; readonly text: string }> = (path) =>
+    request(pinboard, path, host === undefined ? {} : { headers: { host } })
+): Promise<void> => {
   const pending = coldStartIds(namespace)
   await poll(
     async () => {
       for (const [bucket, id] of pending) {
-        const res = await request(pinboard, `${namespace}/${id}/echo`, host === undefined ? {} : { headers: { host } })
+        const res = await send(`${namespace}/${id}/echo`)
         // Hostname-aware without `host`: no answer could ever be the cold start.
         if (res.status === 400) throw new Error(`waiting for the cold start: ${res.status} ${res.text}`)
         if (!(res.status === 503 && res.text === COLD_START)) pending.delete(bucket)
@@ -325,7 +337,7 @@ export interface JsonAnswer {
 }
 
 export const registryCall = async (pinboard: Pinboard, method: string, path: string, body?: unknown): Promise<JsonAnswer> => {
-  const res = await fetch(`${pinboard.url}${path}`, {
+  const res = await fetch(`${pinboard.registryUrl}${path}`, {
     method,
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -13,6 +13,7 @@ import { localRegistryClock, RegistryClock } from "../../src/registry/RegistryCl
 import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
 import { Tracing, tracingOff } from "../../src/observe/Tracing.js"
 import { Deliver } from "../../src/pipeline/Deliver.js"
+import { ClientAddress } from "../../src/pipeline/ClientAddress.js"
 import { InflightCap } from "../../src/pipeline/InflightCap.js"
 import { InstancePipeline } from "../../src/pipeline/Pipeline.js"
 import { Deadlines } from "../../src/proxy/Deadlines.js"
@@ -66,7 +67,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     }
     const pipelineLayer = InstancePipeline.layer.pipe(
       Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
-      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff), Metrics.layerTest(metricsOff))),
+      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, ClientAddress.layer, Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff), Metrics.layerTest(metricsOff))),
       Layer.provideMerge(Registry.Registry.layerTest(stalling)),
       Layer.provideMerge(AppConfig.layer(config))
     )
