@@ -341,7 +341,7 @@ export const catalogue = [
   { example: new InvalidDeploymentToken(), when: "A `/registry/*` call without `Authorization: Bearer <deployment token>`." },
   { example: new InvalidRequest({ problem: "headroom: expected a finite number >= 0" }), when: "A registry API body, path or query parameter is invalid; the message names the field and what was expected." },
   { example: new BodyTooLarge(), when: "A registry API body over 64 KiB." },
-  { example: new RouteNotFound(), when: "An unknown `/registry/*` route." },
+  { example: new RouteNotFound(), when: "An unknown `/registry/*` route; with `registry.port` set, any `/registry/*` on the data port, and any path but the probes and `/registry/*` on the registry port." },
   { example: new MethodNotAllowed(), when: "A known route with the wrong method (probes take GET and HEAD)." },
   { example: new BindingHeldByAnotherEnv(), when: "Hostname-aware mode: a registration names another env for a bound `(hostname, namespace)` without a higher epoch." },
   { example: new LeaseLost(), when: "A heartbeat whose incarnation does not match, whose lease already lapsed, or that a wiped bucket does not know." },

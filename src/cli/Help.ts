@@ -9,6 +9,7 @@ const defaults: unknown = Schema.encodeSync(PinboardConfigSchema)(Schema.decodeU
 const defaultOf = (name: string, path: ReadonlyArray<string>): string => {
   if (name === "PINBOARD_TOKEN") return "required"
   const value = lookup(defaults, path)
+  if (Array.isArray(value)) return value.length === 0 ? "none" : value.join(",")
   return value === undefined ? "unset" : String(value)
 }
 

@@ -21,7 +21,7 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     path: ["trustedProxies"],
     kind: "list",
     expected: "expected a comma-separated list of IP addresses and CIDR ranges",
-    summary: "peers whose X-Forwarded-For names the client (addresses and CIDR ranges); unset: none"
+    summary: "peers whose X-Forwarded-For names the client (addresses and CIDR ranges)"
   },
   {
     name: "PINBOARD_PROXY_PROTOCOL",

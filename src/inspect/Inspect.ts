@@ -89,8 +89,13 @@ const id = Effect.fn("Inspect.id")(function*(
   return command.options.json ? idJson(report) : idText(report)
 })
 
-/** Where Pinboard listens by its configuration; a wildcard address is reached on loopback. */
-export const defaultPinboardUrl = (config: Pick<PinboardConfig, "host" | "port">): string => {
-  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host
-  return `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`
+/**
+ * Where Pinboard's registry API listens by its configuration: its own listener when
+ * `registry.port` is set, else the data port; a wildcard address is reached on loopback.
+ */
+export const defaultPinboardUrl = (config: Pick<PinboardConfig, "host" | "port" | "registry">): string => {
+  const port = config.registry.port ?? config.port
+  const bound = config.registry.port === undefined ? config.host : (config.registry.host ?? config.host)
+  const host = bound === "0.0.0.0" || bound === "::" ? "127.0.0.1" : bound
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`
 }

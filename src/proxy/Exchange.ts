@@ -33,7 +33,8 @@ export interface Outbound {
   readonly settled: () => void
 }
 
-export type Limit = "connect" | "headers" | "idle"
+/** `upload`: the client's request body idle; `idle`: the worker's response body idle. */
+export type Limit = "connect" | "upload" | "headers" | "idle"
 
 export abstract class Exchange implements Dispatcher.DispatchHandler {
   phase = Phase.Connecting
@@ -78,7 +79,16 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
 
   private expire(): void {
     this.expired = this.limit
+    if (this.limit === "upload") this.onUploadIdle()
     this.abort(new Error(`${this.limit} timeout`))
+  }
+
+  /** The client stopped sending its body: it is treated as gone. */
+  protected onUploadIdle(): void {}
+
+  /** A chunk of the request body went out: the upload's idle limit starts again. */
+  bodyChunkSent(): void {
+    if (this.limit === "upload") this.timer.restart()
   }
 
   abort(reason: Error): void {
@@ -131,8 +141,11 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
       return
     }
     this.timer.cancel()
-    if (this.hasBody) this.advance(Phase.Sending)
-    else this.bodySent()
+    if (this.hasBody) {
+      // No total request timeout (a long upload is not cut); a stalled one is, like a stalled response.
+      this.startLimit("upload", this.forward.limits.bodyIdleMs)
+      this.advance(Phase.Sending)
+    } else this.bodySent()
   }
 
   onResponseStart(

@@ -22,6 +22,10 @@ class HttpExchange extends Exchange {
     super(forward, outbound, hasBody)
   }
 
+  protected override onUploadIdle(): void {
+    this.res.destroy()
+  }
+
   protected onFailure(): void {
     if (this.res.headersSent && !this.res.writableFinished) this.res.destroy()
   }
@@ -63,7 +67,10 @@ const bodyOf = (req: IncomingMessage, exchange: Exchange): Readable =>
   Readable.from(chunksOf(req, exchange), { objectMode: false })
 
 async function* chunksOf(req: IncomingMessage, exchange: Exchange): AsyncGenerator<Buffer> {
-  for await (const chunk of req.iterator({ destroyOnReturn: false })) yield chunk as Buffer
+  for await (const chunk of req.iterator({ destroyOnReturn: false })) {
+    exchange.bodyChunkSent()
+    yield chunk as Buffer
+  }
   exchange.bodySent()
 }
 

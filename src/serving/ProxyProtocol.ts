@@ -4,6 +4,7 @@
 // header's source address is the connection's client. A connection without a valid header,
 // whole within the timeout, is destroyed without an answer.
 import { isIP, type Server, type Socket, SocketAddress } from "node:net"
+import { plainAddress } from "./TrustedProxies.js"
 
 /** Pure, incremental: what the bytes received so far say. */
 export type ProxyHeaderParse =
@@ -34,11 +35,8 @@ const LF = 0x0a
 const agrees = (received: Buffer, signature: Buffer): boolean =>
   received.subarray(0, signature.length).equals(signature.subarray(0, Math.min(received.length, signature.length)))
 
-/** An IPv4-mapped IPv6 address written as IPv4, as the proxy's own `peerAddress` writes a socket's. */
-const plain = (address: string): string => (address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address)
-
 /** One IPv6 address in its one canonical text (lowercase, the longest zero run as `::`), as sockets give them. */
-const canonicalV6 = (address: string): string => plain(new SocketAddress({ address, family: "ipv6" }).address)
+const canonicalV6 = (address: string): string => plainAddress(new SocketAddress({ address, family: "ipv6" }).address)
 
 /** The bytes a connection sent so far, from its first: a header, not yet one, or none (judged at the first byte that cannot belong to one). */
 export const parseProxyHeader = (received: Buffer): ProxyHeaderParse => {

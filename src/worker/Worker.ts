@@ -21,8 +21,10 @@ import { windDown } from "./WindDown.js"
 import { failureLog, withWorkerLog, type WorkerLog } from "./WorkerLog.js"
 
 export interface WorkerOptions {
-  /** Pinboard's base URL, e.g. `http://pinboard:8080`. */
+  /** Pinboard's base URL, e.g. `http://pinboard:8080`: `call()` goes there, and registry calls unless `registryUrl` is set. */
   readonly pinboard: string
+  /** The registry API's base URL where Pinboard serves it on its own listener (`PINBOARD_REGISTRY_PORT`); default `pinboard`. */
+  readonly registryUrl?: string
   /** The deployment token (registry calls, and the attestation key derived from it). */
   readonly token: string
   /** This worker's id: `[A-Za-z0-9._~-]{1,128}`, unique in the fleet. */
@@ -56,7 +58,7 @@ export interface WorkerOptions {
   readonly shutdownGraceMs?: number
   /** `startWorker` stops the worker and exits on these; default SIGTERM and SIGINT; `[]` for none. */
   readonly stopOnSignals?: ReadonlyArray<NodeJS.Signals>
-  /** The registry client; default the HTTP API at `pinboard` (tests may give their own). */
+  /** The registry client; default the HTTP API at `registryUrl` (tests may give their own). */
   readonly registry?: RegistryClient
   /**
    * Where the worker's log lines go, each the JSON object Pinboard would write (time, level,
@@ -116,7 +118,7 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const registry =
       options.registry ??
       httpRegistryClient({
-        pinboard: options.pinboard,
+        pinboard: options.registryUrl ?? options.pinboard,
         token: options.token,
         worker: options.worker,
         advertiseUrl,

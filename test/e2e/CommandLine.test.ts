@@ -41,6 +41,9 @@ describe("pinboard's command line", () => {
       expect(stdout).toMatch(/--redis-url URL\s+PINBOARD_REDIS_URL\s+unset/)
       expect(stdout).toMatch(/PINBOARD_LEASE_MS\s+15000/)
       expect(stdout).toMatch(/PINBOARD_TOKEN\s+required/)
+      expect(stdout).toMatch(/PINBOARD_KEEPALIVE_TIMEOUT_MS\s+75000/)
+      expect(stdout).toMatch(/PINBOARD_DRAIN_DELAY_MS\s+0/)
+      expect(stdout).toMatch(/PINBOARD_TRUSTED_PROXIES\s+none/)
       expect(stdout).toMatch(/Exit codes:\n {2}0 {2}stopped.*\n {2}1 {2}failed.*\n {2}2 {2}bad usage/)
     }
   })
@@ -127,5 +130,11 @@ describe("pinboard's command line", () => {
     const { code, stdout, stderr } = await pinboard(["config"], {})
     expect([code, stdout]).toStrictEqual([2, ""])
     expect(stderr).toContain("token: required")
+  })
+
+  it("a mistyped PINBOARD_* variable exits 2 naming the nearest known one, before anything starts", async () => {
+    const { code, stdout, stderr } = await pinboard([], { PINBOARD_TOKEN: "t", PINBOARD_PORT: "1", PINBOARD_REDIS_CLUSTR: "10.0.0.1:6379" })
+    expect([code, stdout]).toStrictEqual([2, ""])
+    expect(stderr).toBe("pinboard: invalid configuration: PINBOARD_REDIS_CLUSTR: unknown variable; did you mean PINBOARD_REDIS_CLUSTER?\n")
   })
 })

@@ -1,10 +1,13 @@
 // The built Pinboard behind a balancer (docs/deploy.md "Behind a load balancer"): the client's
 // address from a trusted peer's X-Forwarded-For and from a PROXY protocol header, connection
 // timeouts that outlast a balancer's idle connections, and the registry API on its own listener.
+import type { ServerResponse } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Fleet, registryCall, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
+import { Fleet, registryCall, TOKEN, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
 import { poll, scaled } from "../support/Time.js"
 import { headerValues, parseResponse, rawConnection, rawExchange, rawRequestHead, request } from "../support/Wire.js"
+
+const LIBRARY = new URL("../../dist/worker/index.js", import.meta.url).pathname
 
 interface Echo {
   readonly rawHeaders: ReadonlyArray<string>
@@ -132,6 +135,36 @@ describe("the registry API on its own listener (PINBOARD_REGISTRY_PORT)", () => 
 
   it("places ids on the workers that registered there, through the data port", async () => {
     expect((await request(pinboard, `/threads/${uid("t")}/echo`)).status).toBe(200)
+  })
+
+  it("a library worker given registryUrl registers there, and its calls between instances go to the data port", async () => {
+    const { defineInstance, startWorker } = await import(LIBRARY)
+    const relay = defineInstance({
+      activate: () => ({}),
+      routes: {
+        "GET /hello": (_request: unknown, res: ServerResponse) => res.end("hello"),
+        "GET /relay": async ({ call }: { call: (ns: string, id: string, path: string) => Promise<Response> }, res: ServerResponse) =>
+          res.end(`relayed ${await (await call("/relays", "other", "/hello")).text()}`)
+      }
+    })
+    const worker = await startWorker({
+      pinboard: pinboard.url,
+      registryUrl: pinboard.registryUrl,
+      token: TOKEN,
+      worker: uid("lib"),
+      instances: { "/relays": relay },
+      stopOnSignals: [],
+      log: () => undefined
+    })
+    try {
+      await worker.registered()
+      await waitForColdStart(pinboard, "/relays")
+      const answer = await request(pinboard, `/relays/${uid("r")}/relay`)
+      expect(answer.status).toBe(200)
+      expect(answer.body.toString()).toBe("relayed hello")
+    } finally {
+      await worker.stop()
+    }
   })
 })
 

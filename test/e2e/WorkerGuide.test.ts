@@ -77,7 +77,9 @@ afterAll(async () => {
 /** `command` (a line of the guide) in its own process group, with `env` added. */
 const start = (cwd: string, command: string, env: Record<string, string>): Spawned => {
   const [file, ...args] = documented(command).replace(/^(\w+=\S+ )+/, "").split(" ")
-  const child = spawnProcess(file!, args, { cwd, detached: true, env: { ...process.env, ...env } }, { name: command })
+  // The test run's own PINBOARD_* settings (PINBOARD_TEST_TIME_SCALE...) are no Pinboard's: it would exit 2 on them.
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("PINBOARD_")))
+  const child = spawnProcess(file!, args, { cwd, detached: true, env: { ...clean, ...env } }, { name: command })
   spawned.push(child)
   return child
 }

@@ -2,6 +2,7 @@
 // "Limits", docs/proxy.md "Retries"): connect timeout, header timeout, body
 // idle, the 5 s re-resolve. A real node:http server and client carry the request.
 import { describe, expect, it } from "@effect/vitest"
+import type { Readable } from "node:stream"
 import { Effect, TestClock } from "effect"
 import { makeFakeUpstream } from "../support/FakeUpstream.js"
 import { pipelineHarness } from "../support/PipelineHarness.js"
@@ -75,6 +76,40 @@ describe("forward limits under TestClock", () => {
       yield* TestClock.adjust(1_000)
       const cut = yield* Effect.promise(() => reader.read().then(() => "ended", () => "cut"))
       expect(cut).toBe("cut")
+      expect(call.controller.aborted).toBe(true)
+    })
+  )
+
+  it.scoped("an upload is never cut while it keeps coming, but is after 60 s without a byte from the client", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request, nextCall } = yield* harness(fake)
+      let push: (chunk: string) => void = () => undefined
+      const body = new ReadableStream<Uint8Array>({
+        start: (controller) => {
+          push = (chunk) => controller.enqueue(new TextEncoder().encode(chunk))
+        }
+      })
+      const client = request("/threads/t1", { method: "POST", body, duplex: "half" } as RequestInit)
+      let outcome = "pending"
+      void client.response.then(() => (outcome = "answered"), () => (outcome = "cut"))
+      push("first")
+      const call = yield* nextCall()
+      call.connect()
+      const sent = (call.options.body as Readable)[Symbol.asyncIterator]()
+      const chunk = () => Effect.promise(() => sent.next().then((next) => Buffer.from(next.value as Buffer).toString()))
+      expect(yield* chunk()).toBe("first")
+      // Ten minutes of a slow upload: each byte restarts the limit, and nothing else bounds it.
+      for (let minute = 0; minute < 10; minute++) {
+        yield* TestClock.adjust(59_000)
+        push(`more-${minute}`)
+        expect(yield* chunk()).toBe(`more-${minute}`)
+      }
+      expect(call.controller.aborted).toBe(false)
+      expect(outcome).toBe("pending")
+      yield* TestClock.adjust(60_000)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
+      expect(outcome).toBe("cut")
       expect(call.controller.aborted).toBe(true)
     })
   )
