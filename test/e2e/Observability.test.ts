@@ -493,6 +493,7 @@ describe("logs", () => {
       message: "access",
       method: "GET",
       path: `/threads/${id}/echo`,
+      client: "127.0.0.1",
       namespace: "/threads",
       id,
       status: 200,

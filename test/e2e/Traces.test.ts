@@ -85,6 +85,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     expect(requestSpan.kind).toBe(SERVER)
     expect(requestSpan.status.code).toBe(OK)
     expect(requestSpan.attributes).toEqual({
+      "client.address": "127.0.0.1",
       "http.request.method": "GET",
       "pinboard.namespace": LIBRARY_NS,
       "pinboard.id": id,
@@ -207,6 +208,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     const requestSpan = span("pinboard", "instance request")
     expect(requestSpan.parentSpanId).toBe(clientSpan)
     expect(requestSpan.attributes).toEqual({
+      "client.address": "127.0.0.1",
       "http.request.method": "GET",
       "pinboard.namespace": namespace,
       "pinboard.id": "x1",
