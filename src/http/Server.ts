@@ -1,5 +1,6 @@
-// The node:http server: probes, the registry API, instance requests and upgrades;
-// graceful shutdown (docs/proxy.md).
+// The node:http servers: the data plane (probes, the registry API, instance requests and
+// upgrades) and, with `registry.port`, the registry API's own listener (probes and
+// `/registry/*`, then absent from the data plane); graceful shutdown (docs/proxy.md).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Context, Effect, Layer, Runtime } from "effect"

@@ -162,7 +162,7 @@ export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<I
       const route = <Sent>(
         req: IncomingMessage,
         learned: Learned,
-        transportFor: (admitted: Admitted, client: string) => Transport<Sent>
+        transportFor: (admitted: Admitted, clientIp: string) => Transport<Sent>
       ): Effect.Effect<InstanceOutcome> =>
         Effect.matchCause(
           Effect.suspend(() =>

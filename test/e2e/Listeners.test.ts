@@ -3,6 +3,7 @@
 // timeouts that outlast a balancer's idle connections, and the registry API on its own listener.
 import type { ServerResponse } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import WebSocket from "ws"
 import { Fleet, registryCall, TOKEN, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
 import { poll, scaled } from "../support/Time.js"
 import { headerValues, parseResponse, rawConnection, rawExchange, rawRequestHead, request } from "../support/Wire.js"
@@ -94,6 +95,27 @@ describe("connection timeouts that outlast a balancer's", () => {
     closed.write(head)
     await expect(closed.responses(2)).rejects.toThrow(/closed after 1 of 2/)
     kept.close()
+  })
+
+  it("leaves a quiet WebSocket tunnel and a slow stream alone, however short the timeouts", async () => {
+    const pinboard = await fleet.pinboard({ env: { PINBOARD_KEEPALIVE_TIMEOUT_MS: "300", PINBOARD_HEADERS_TIMEOUT_MS: "500" } })
+    await fleet.worker(pinboard, { id: uid("w"), namespaces: ["/threads"] })
+    await waitForColdStart(pinboard, "/threads")
+    const socket = new WebSocket(`ws://127.0.0.1:${pinboard.port}/threads/${uid("room")}/ws`)
+    await new Promise((resolve, reject) => {
+      socket.once("open", resolve)
+      socket.once("error", reject)
+    })
+    // Quiet for six headers timeouts (the check runs every 500 ms here), then an echo.
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    const echoed = new Promise<string>((resolve) => socket.once("message", (data: Buffer) => resolve(data.toString())))
+    socket.send("still here")
+    expect(await echoed).toBe("still here")
+    socket.close()
+    // Five chunks a second apart: each gap is past both timeouts.
+    const stream = await request(pinboard, `/threads/${uid("t")}/stream?chunks=5&everyMs=1000`)
+    expect(stream.status).toBe(200)
+    expect(stream.body.toString()).toBe("chunk 0\nchunk 1\nchunk 2\nchunk 3\nchunk 4\n")
   })
 
   it("closes a connection whose headers do not arrive within headersTimeoutMs", async () => {
