@@ -1,9 +1,11 @@
-// The load generator of bench/proxy.ts, one process per measurement, pinned by the caller:
-// autocannon for HTTP GETs, or WebSocket clients with one echo message in flight each.
-// A warm-up first, then the window; prints `window start` and `window end` as they happen
-// (so the caller can read the servers' CPU time around the window), then one JSON line.
-// With several origins the connections are split evenly over them, still in this one
-// process (one autocannon instance per origin, run at once; one set of latencies).
+// A Node load generator, one process per measurement, pinned by the caller: WebSocket
+// clients with one echo message in flight each (bench/proxy.ts's WebSocket scenario; its HTTP
+// scenarios use wrk, bench/wrk.ts), or autocannon for HTTP GETs (bench/profile.ts,
+// bench/tracing.ts). A warm-up first, then the window; prints `window start` and
+// `window end` as they happen (so the caller can read the servers' CPU time around the
+// window), then one JSON line. With several origins the connections are split evenly over
+// them, still in this one process (one autocannon instance per origin, run at once; one set
+// of latencies).
 //
 //   node dist-bench/bench/load.js '{"kind":"http","origins":["http://127.0.0.1:8080"],"paths":["/bench/b0/small"],"connections":32,"warmupS":1,"seconds":5}'
 import autocannon from "autocannon"
@@ -27,6 +29,8 @@ export interface LoadResult {
   readonly perSecond: number
   readonly p50: number
   readonly p99: number
+  /** The slowest, ms. */
+  readonly max: number
   readonly non2xx: number
   readonly errors: number
   readonly timeouts: number
@@ -51,10 +55,10 @@ class Latencies {
     }
     this.values[this.length++] = ms
   }
-  quantiles(): { p50: number; p99: number } {
+  quantiles(): { p50: number; p99: number; max: number } {
     const sorted = this.values.subarray(0, this.length).sort()
     const at = (q: number) => (this.length === 0 ? NaN : sorted[Math.min(this.length - 1, Math.floor(q * this.length))]!)
-    return { p50: at(0.5), p99: at(0.99) }
+    return { p50: at(0.5), p99: at(0.99), max: this.length === 0 ? NaN : sorted[this.length - 1]! }
   }
 }
 

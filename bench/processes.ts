@@ -38,6 +38,15 @@ export const spawnNode = (
   return proc
 }
 
+/** Spawns `command ...args` (taskset'ed to `core`, if given), tracked and stopped like spawnNode's processes. */
+export const spawnPinned = (name: string, core: number | undefined, command: string, args: ReadonlyArray<string>): Proc => {
+  const [pinnedCommand, argv] = pinned(core, command, args)
+  const proc: Proc = Object.assign(spawnProcess(pinnedCommand, argv, {}, { name, keptLines: KEPT_LINES }), { name })
+  running.add(proc)
+  void proc.exited.then(() => running.delete(proc))
+  return proc
+}
+
 /** SIGKILL by pid unless it has already exited; resolves once it has. */
 export const stop = async (proc: Proc): Promise<void> => {
   await proc.kill()
@@ -60,6 +69,46 @@ export const cpuSeconds = (pid: number): number => {
   } catch {
     return 0
   }
+}
+
+/**
+ * CPU time the whole machine has spent busy so far, in core-seconds: the first line of
+ * /proc/stat, user + nice + system + irq + softirq (guest time is inside user already; idle,
+ * iowait and steal are not work done on this machine).
+ */
+export const machineBusySeconds = (): number => {
+  const fields = readFileSync("/proc/stat", "utf8").slice(0, 256).split("\n", 1)[0]!.trim().split(/\s+/)
+  if (fields[0] !== "cpu") throw new Error("/proc/stat: no cpu line")
+  const [user, nice, system, , , irq, softirq] = fields.slice(1).map(Number) as [number, number, number, number, number, number, number]
+  return (user + nice + system + irq + softirq) / CLOCK_TICKS
+}
+
+/**
+ * Every process's user plus system CPU time so far, in seconds, by pid, with its name (kernel
+ * threads included), and that of its children that have exited and been waited for (where
+ * the CPU of short-lived commands ends up).
+ */
+export const everyCpuSeconds = (): Map<number, { readonly name: string; readonly seconds: number }> => {
+  const all = new Map<number, { name: string; seconds: number }>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      // utime, stime, cutime, cstime: fields 14 to 17 of stat(5).
+      all.set(Number(entry), { name, seconds: (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS })
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return all
+}
+
+/** This process's own user plus system CPU time so far, in seconds. */
+export const ownCpuSeconds = (): number => {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1e6
 }
 
 /** Resident set size in KiB (VmRSS), or undefined when the process is gone. */

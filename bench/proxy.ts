@@ -1,11 +1,13 @@
 // Data-plane throughput: Pinboard on Redis against the worker direct, node-http-proxy and a
 // bare undici proxy, interleaved in one run; then the cluster row: Pinboard on a Redis
-// Cluster, 1 process against 3.
+// Cluster, 1 process against 3. HTTP load comes from wrk, as users measure.
 //
-//   npm run bench                              2 rounds, 5 s windows after a 1 s warm-up
-//   npm run bench -- --rounds=1 --seconds=8    other rounds or windows
+//   npm run bench                              2 rounds, 8 s windows after a 1 s warm-up: about
+//                                              14 minutes (36 windows a round, then the cluster row)
+//   npm run bench -- --rounds=3 --seconds=5    other rounds or windows (whole seconds: wrk's -d)
 //   npm run bench -- --floors                  two more targets: bench/undiciProxy.ts with one
 //                                              EVALSHA per request, and with one Effect fiber too
+//                                              (`--floors --no-cluster --rounds=3`: about 26 minutes)
 //   npm run bench -- --observability           two more targets: Pinboard with metrics on, and
 //                                              with metrics and the access log (HTTP scenarios)
 //   npm run bench -- --compare=<dir>/dist/main.js
@@ -15,44 +17,69 @@
 //   npm run bench -- --cluster-only            only the cluster row, with the single-redis-server
 //                                              Pinboard measured beside it
 //
-// Scenarios: a 64-byte and a 64 KiB GET at 32 and 128 connections (autocannon; wrk is not
-// used), and WebSocket echo at 16 connections with one message in flight each. For each
-// scenario every target is measured back to back (the order reversed every other round),
-// and the whole round is run again. The load generator (bench/load.ts, one process per
-// measurement) runs on core 0, redis-server, the worker (bench/worker.ts), Pinboard
-// (`dist/main.js`) and the two comparison proxies (bench/nodeHttpProxy.ts,
-// bench/undiciProxy.ts) each as their own process on core 1: the ratios depend on that
-// layout (bench/proxyTargets.ts starts them). Every target serves the same paths,
-// `/bench/<id>/small|large|ws`; through Pinboard the ids are placed (past the registry's
-// cold start) before anything is measured. bench/proxyReport.ts prints the tables.
+// `npm run bench` installs Debian's wrk first when it is missing (apt-get), as .ci/run does
+// its tools; run directly, this script stops at once without it.
+//
+// Scenarios: a 64-byte, a 64 KiB and a 1 MiB GET, and a 64 KiB POST (the worker reads the
+// whole body, streamed through the proxy, and answers 64 bytes), each at 32 and 128
+// connections; and WebSocket echo at 16 connections with one message in flight each. For
+// each scenario every target is measured back to back (the order reversed every other
+// round), and the whole round is run again. Every target serves the same paths,
+// `/bench/<id>/small|large|huge|upload|ws`, over the ids of proxyTargets.ts's IDS; through
+// Pinboard they are placed (past the registry's cold start) before anything is measured.
+//
+// Load: HTTP by wrk (bench/wrk.ts): `wrk -t1 -c<connections> -d<window>s --latency` pinned
+// to core 0 with taskset, a Lua script written to a temp file rotating the request path over
+// the ids (and setting the method and body of the POST); one wrk run for the warm-up, then
+// one for the window. The figures are wrk's own output, parsed: Requests/sec, the latency
+// distribution's 50% and 99%, the Max latency, the socket errors and the "Non-2xx or 3xx
+// responses" (wrk counts status > 399 there; no target answers 3xx, and fewer bytes per
+// response than the body counts as broken too). WebSocket echo keeps the Node client
+// (bench/load.ts), on core 0 as well. redis-server, the worker (bench/worker.ts), Pinboard
+// (`dist/main.js`) and the comparison proxies (bench/nodeHttpProxy.ts, bench/undiciProxy.ts)
+// each run as their own process on core 1: the ratios depend on that layout
+// (bench/proxyTargets.ts starts them).
+//
+// CPU (bench/measure.ts): around each window, the CPU time of the proxy, the worker and
+// redis-server from /proc/<pid>/stat, given per request; the load generator's (wrk's own,
+// from its done()); and every other process's on the machine: /proc/stat's busy time less
+// all of those and this process (on a quiet machine 0.05 to 0.15 of a core: idle targets,
+// kernel threads, tick sampling). A window whose "other" is above 0.2 of a core is marked `!`
+// with the busiest other processes named: it ran beside something else; repeat the run if
+// the medians lean on it.
+// bench/proxyReport.ts prints the tables (medians over the rounds), Pinboard's ratios to
+// the floors and to node-http-proxy, and the targets of docs/proxy.md, never asserted.
 //
 // `--observability` (bench/proxyObserved.ts): what metrics and the access log cost on the hot
 // path. Two more Pinboard processes on the same redis-server and worker, on core 1, measured
-// in the same interleaved rounds in the GET scenarios (not WebSocket echo, whose messages are
+// in the same interleaved rounds in the HTTP scenarios (not WebSocket echo, whose messages are
 // neither counted nor logged): "metrics on" (PINBOARD_METRICS_PORT, a free port) and "metrics
 // + access log" (PINBOARD_ACCESS_LOG=1 as well; its stdout is read by this process on core 0,
 // as every target's is, and its access lines are counted, not kept). Prints the ratios against
 // the plain Pinboard (req/s, p99, and Pinboard's CPU per request), then one scrape of each
 // one's /metrics: the sum of pinboard_requests_total, and the access lines read. Not in the
-// default run, which it would take past 6 minutes (about 55 s more per round).
+// default run: it adds 16 windows a round (about 2.5 minutes).
 //
 // The cluster row (bench/proxyCluster.ts), after the main tables: the 64-byte GET at 32 and
 // 128 connections through 1 and through 3 Pinboards on one 3-master Redis Cluster, started
-// only then, its nodes and the Pinboards on core 1 as well, the load still one process on
-// core 0 (split in thirds over the 3 Pinboards). With 2 cores the 3 Pinboards share core 1,
-// so 3-vs-1 shows the overhead of replicas on one cluster, not a scale-out speedup.
+// only then, its nodes and the Pinboards on core 1 as well, the load still one wrk process
+// on core 0 (one thread per Pinboard for the 3, each with a third of the connections). With 2
+// cores the 3 Pinboards share core 1, so 3-vs-1 shows the overhead of replicas on one
+// cluster, not a scale-out speedup.
 //
 // Prints figures and the ratios against the targets; it is not a test. It exits non-zero
-// only when something is broken (errors, non-2xx answers), never for a missed target.
+// only when something is broken (socket errors, timeouts, non-2xx answers, short answers),
+// never for a missed target.
 import { availableParallelism } from "node:os"
 import type { RedisCluster } from "../test/support/RedisCluster.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
-import { measureLoad } from "./measure.js"
+import { measureHttp, measureLoad, type Measured } from "./measure.js"
 import { hasTaskset, pinPid, stopAll, stopAllSync } from "./processes.js"
 import { clusterReport, placeOnCluster, runCluster, startClusterRig, type ClusterCell } from "./proxyCluster.js"
 import { observabilityReport, startObservedPinboards } from "./proxyObserved.js"
 import { cpuText, fmt, ms, broken, report, type Cell, type Scenario } from "./proxyReport.js"
 import {
+  ANSWERS,
   checkTargets,
   IDS,
   LEASE_MS,
@@ -71,9 +98,10 @@ import {
   type TargetName
 } from "./proxyTargets.js"
 import { numberArg, textArg, flagArg } from "./args.js"
+import { hasWrk } from "./wrk.js"
 
 const ROUNDS = Math.round(numberArg("rounds", 2))
-const WINDOW_S = numberArg("seconds", 5)
+const WINDOW_S = numberArg("seconds", 8)
 const WARMUP_S = numberArg("warmup", 1)
 const FLOORS = flagArg("floors")
 const CLUSTER_ONLY = flagArg("cluster-only")
@@ -82,15 +110,38 @@ const OBSERVABILITY = flagArg("observability")
 const COMPARE = textArg("compare")
 if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
 if (CLUSTER_ONLY && OBSERVABILITY) throw new Error("--cluster-only and --observability exclude each other")
+if (!Number.isInteger(WINDOW_S) || !Number.isInteger(WARMUP_S)) throw new Error("--seconds= and --warmup= take whole seconds (wrk's -d)")
+if (!hasWrk()) {
+  throw new Error("wrk is not installed: `apt-get install -y wrk` (npm run bench installs it when it is missing)")
+}
+/** The HTTP scenarios' requests: what bench/worker.ts answers, in proxyTargets.ts's ANSWERS. */
+const http = (key: string, title: string, path: Scenario["path"], connections: number): Scenario => {
+  const answer = ANSWERS.find((a) => a.path === path)!
+  return { key: `${key}/${connections}`, title: `${title}, ${connections} connections`, kind: "http", path, method: answer.method, bodyBytes: answer.bodyBytes, answerBytes: answer.answerBytes, connections }
+}
 const SCENARIOS: ReadonlyArray<Scenario> = [
-  { key: "64 B/32", title: "64-byte GET, 32 connections", kind: "http", path: "small", connections: 32 },
-  { key: "64 B/128", title: "64-byte GET, 128 connections", kind: "http", path: "small", connections: 128 },
-  { key: "64 KiB/32", title: "64 KiB GET, 32 connections", kind: "http", path: "large", connections: 32 },
-  { key: "64 KiB/128", title: "64 KiB GET, 128 connections", kind: "http", path: "large", connections: 128 },
-  { key: "WS/16", title: "WebSocket echo, 16 connections, one message in flight each", kind: "ws", path: "ws", connections: 16 }
+  http("64 B", "64-byte GET", "small", 32),
+  http("64 B", "64-byte GET", "small", 128),
+  http("64 KiB", "64 KiB GET", "large", 32),
+  http("64 KiB", "64 KiB GET", "large", 128),
+  http("1 MiB", "1 MiB GET", "huge", 32),
+  http("1 MiB", "1 MiB GET", "huge", 128),
+  http("POST 64 KiB", "64 KiB POST (answered with 64 bytes)", "upload", 32),
+  http("POST 64 KiB", "64 KiB POST (answered with 64 bytes)", "upload", 128),
+  {
+    key: "WS/16",
+    title: "WebSocket echo, 16 connections, one message in flight each",
+    kind: "ws",
+    path: "ws",
+    method: "GET",
+    bodyBytes: 64,
+    answerBytes: 64,
+    connections: 16
+  }
 ]
+const WS_SCENARIO = SCENARIOS.find((s) => s.kind === "ws")!
 /** The cluster row's: the 64-byte GETs. */
-const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = [SCENARIOS[0]!, SCENARIOS[1]!]
+const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = SCENARIOS.filter((s) => s.path === "small")
 /** Windows of the run: every target in every scenario (and the cluster row's 3 targets), each round. */
 const WINDOWS =
   ROUNDS * (CLUSTER_ONLY ? 0 : SCENARIOS.length * (4 + (FLOORS ? 2 : 0) + (OBSERVABILITY ? 2 : 0) + (COMPARE === undefined ? 0 : 1))) +
@@ -99,31 +150,28 @@ const WINDOWS =
 const HARD_LIMIT_MS = 180_000 + WINDOWS * 2 * (WARMUP_S + WINDOW_S + 1) * 1000
 
 // ---------------------------------------------------------------------------------------
-// One measurement: a load-generator process on LOAD_CORE, the servers' CPU read around its window
+// One measurement: wrk (HTTP) or the Node client (WebSocket) on LOAD_CORE, the servers' CPU read around its window
 
-const measure = (servers: Servers, scenario: Scenario, target: TargetName, warmupS: number, seconds: number) => {
+const measure = (servers: Servers, scenario: Scenario, target: TargetName, warmupS: number, seconds: number): Promise<Measured> => {
   const proxy = servers.proxyPid[target]
-  return measureLoad(
-    `${TARGET_LABELS[target]}, ${scenario.title}`,
-    {
-      kind: scenario.kind,
-      origins: [originOf(servers.origins, target)],
-      paths: IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`),
-      connections: scenario.connections,
-      warmupS,
-      seconds
-    },
-    { proxy: proxy === undefined ? [] : [proxy], worker: servers.worker.pid, redis: usesRedis(target) ? [servers.redis.pid] : [] },
-    [
-      servers.worker,
-      servers.pinboard,
-      servers.httpProxy,
-      servers.undici,
-      ...servers.floors,
-      ...servers.observed.map((started) => started.proc),
-      ...(servers.compare === undefined ? [] : [servers.compare.proc])
-    ]
-  )
+  const label = `${TARGET_LABELS[target]}, ${scenario.title}`
+  const origins = [originOf(servers.origins, target)]
+  const paths = IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`)
+  const watched = { proxy: proxy === undefined ? [] : [proxy], worker: servers.worker.pid, redis: usesRedis(target) ? [servers.redis.pid] : [] }
+  const alive = [
+    servers.worker,
+    servers.pinboard,
+    servers.httpProxy,
+    servers.undici,
+    ...servers.floors,
+    ...servers.observed.map((started) => started.proc),
+    ...(servers.compare === undefined ? [] : [servers.compare.proc])
+  ]
+  if (scenario.kind === "ws") {
+    return measureLoad(label, { kind: "ws", origins, paths, connections: scenario.connections, warmupS, seconds }, watched, alive)
+  }
+  const { method, bodyBytes, connections } = scenario
+  return measureHttp(label, { origins, paths, method, bodyBytes, connections, warmupS, seconds }, watched, alive)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -133,7 +181,7 @@ const run = async (servers: Servers): Promise<{ healthy: boolean; cells: Readonl
   // Untimed first pass over every target, so every process has its code warm.
   for (const target of servers.targets) {
     await measure(servers, SCENARIOS[1]!, target, 1, 1)
-    if (measuredIn(target, "ws")) await measure(servers, SCENARIOS[4]!, target, 0.5, 0.5)
+    if (measuredIn(target, "ws")) await measure(servers, WS_SCENARIO, target, 0.5, 0.5)
   }
   const cells: Array<Cell> = []
   const nameWidth = Math.max(...servers.targets.map((target) => target.length))
@@ -145,8 +193,8 @@ const run = async (servers: Servers): Promise<{ healthy: boolean; cells: Readonl
         const { result, cpu } = await measure(servers, scenario, target, WARMUP_S, WINDOW_S)
         cells.push({ scenario, target, round, result, cpu })
         console.log(
-          `round ${round}  ${scenario.key.padEnd(10)}  ${target.padEnd(nameWidth)}  ${fmt(result.perSecond).padStart(7)}/s` +
-            `  p50 ${ms(result.p50)}  p99 ${ms(result.p99)} ms  errors ${broken(result)}  core 1: ${cpuText(cpu)}`
+          `round ${round}  ${scenario.key.padEnd(14)}  ${target.padEnd(nameWidth)}  ${fmt(result.perSecond).padStart(7)}/s` +
+            `  p50 ${ms(result.p50)}  p99 ${ms(result.p99)}  max ${ms(result.max)} ms  errors ${broken(result)}  ${cpuText(cpu)}`
         )
       }
     }
@@ -229,7 +277,7 @@ try {
     servers.floors.map((floor) => `; ${floor.name} pid ${floor.pid}`).join("") +
     servers.observed.map(({ target, proc, metricsOrigin }) => `; ${TARGET_LABELS[target]} pid ${proc.pid} (${metricsOrigin}/metrics)`).join("")
   console.log(
-    `${cpus} CPUs; ${hasTaskset ? `load generator (autocannon, ws) on core ${LOAD_CORE}; redis-server, worker, Pinboard, node-http-proxy, undici proxy${extraNames} on core ${SERVER_CORE}` : "taskset not found: nothing pinned, the ratios are not comparable"}`
+    `${cpus} CPUs; ${hasTaskset ? `load generator (wrk -t1; the Node client for WebSocket echo) on core ${LOAD_CORE}; redis-server, worker, Pinboard, node-http-proxy, undici proxy${extraNames} on core ${SERVER_CORE}` : "taskset not found: nothing pinned, the ratios are not comparable"}`
   )
   console.log(
     `redis-server pid ${redis.pid} :${redis.port}; worker pid ${servers.worker.pid}; Pinboard pid ${servers.pinboard.pid} (lease ${LEASE_MS} ms);` +
@@ -239,7 +287,10 @@ try {
   console.log(await waitForPlacements(servers.origins.pinboard))
   for (const { target, origin } of servers.observed) console.log(`${TARGET_LABELS[target]}: ${await waitForPlacements(origin)}`)
   await checkTargets(servers)
-  console.log(`every target answers 64 B, 64 KiB and echoes; ${ROUNDS} rounds, windows of ${WINDOW_S} s after ${WARMUP_S} s of warm-up`)
+  console.log(
+    `every target answers 64 B, 64 KiB and 1 MiB, takes a 64 KiB POST whole, and echoes; ${ROUNDS} rounds, windows of ${WINDOW_S} s` +
+      ` after ${WARMUP_S} s of warm-up; requests rotate over ${IDS.length} placed ids`
+  )
   console.log("")
   const main = CLUSTER_ONLY ? { healthy: true, cells: [] } : await run(servers)
   if (CLUSTER) console.log("")

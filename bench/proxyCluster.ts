@@ -5,7 +5,8 @@
 // Layout: the cluster's 3 redis-servers and the 3 Pinboards (PINBOARD_REDIS_CLUSTER) run on
 // the servers' core beside the worker of the main tables; one load-generator process on the
 // load core opens all the connections, to one Pinboard, or split in thirds over the three
-// (one autocannon instance each, bench/load.ts). With 1 Pinboard measured the other two run
+// (wrk, bench/wrk.ts: one thread per Pinboard, each with a third of the connections, rounded
+// down: 30 of 32, 126 of 128). With 1 Pinboard measured the other two run
 // idle, and their CPU is counted too. On a 2-core machine the 3 Pinboards share one core
 // with the worker and the masters, so "3 / 1" is the cost of running replicas of Pinboard
 // against one cluster (more processes, connections and pools on that core), not a scale-out
@@ -17,9 +18,9 @@
 // anything is measured.
 import { bucketOf } from "../src/contract/Bucket.js"
 import { startRedisCluster, type RedisCluster } from "../test/support/RedisCluster.js"
-import { measureLoad } from "./measure.js"
+import { measureHttp } from "./measure.js"
 import { pinPid, type Proc } from "./processes.js"
-import { broken, cpuText, fmt, ms, share, table, type Cell, type Scenario } from "./proxyReport.js"
+import { broken, brokenCell, cpuText, fmt, ms, NOISY, share, table, type Cell, type Scenario } from "./proxyReport.js"
 import {
   IDS,
   NAMESPACE,
@@ -133,12 +134,13 @@ export const runCluster = async (rig: ClusterRig, servers: Servers, run: Cluster
   const clusterPids = rig.pinboards.map((pinboard) => pinboard.proc.pid)
   const alive: ReadonlyArray<Proc> = [servers.worker, servers.pinboard, ...rig.pinboards.map((pinboard) => pinboard.proc)]
   const measure = async (scenario: Scenario, target: ClusterTarget, warmupS: number, seconds: number) => {
-    const measured = await measureLoad(
+    const measured = await measureHttp(
       `${LABELS[target]}, ${scenario.title}`,
       {
-        kind: scenario.kind,
         origins: target === "single" ? [servers.origins.pinboard] : target === "one" ? [rig.pinboards[0]!.origin] : rig.pinboards.map((p) => p.origin),
         paths: IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`),
+        method: scenario.method,
+        bodyBytes: scenario.bodyBytes,
         connections: scenario.connections,
         warmupS,
         seconds
@@ -162,7 +164,7 @@ export const runCluster = async (rig: ClusterRig, servers: Servers, run: Cluster
         cells.push({ scenario, target, round, result, cpu })
         console.log(
           `cluster round ${round}  ${scenario.key.padEnd(8)}  ${LABELS[target].padEnd(28)}  ${fmt(result.perSecond).padStart(7)}/s` +
-            `  p50 ${ms(result.p50)}  p99 ${ms(result.p99)} ms  errors ${broken(result)}  core 1: ${cpuText(cpu)}`
+            `  p50 ${ms(result.p50)}  p99 ${ms(result.p99)}  max ${ms(result.max)} ms  errors ${broken(result)}  ${cpuText(cpu)}`
         )
       }
     }
@@ -186,7 +188,7 @@ export const clusterReport = (cells: ReadonlyArray<ClusterCell>, scenarios: Read
     console.log("")
     console.log(`${scenario.title} (requests/s)`)
     console.log(table(
-      ["target", "req/s", "p50 ms", "p99 ms", "errors/non-2xx", "rounds", "core 1: Pinboards", "worker", "redis"],
+      ["target", "req/s", "p50 ms", "p99 ms", "max ms", "errors/non-2xx", "rounds (other)", "core 1: Pinboards", "worker", "redis", "other"],
       targets.map((target) => {
         const b = best(scenario, target)
         const all = of(scenario, target)
@@ -195,11 +197,13 @@ export const clusterReport = (cells: ReadonlyArray<ClusterCell>, scenarios: Read
           fmt(b.result.perSecond),
           ms(b.result.p50),
           ms(b.result.p99),
+          ms(b.result.max),
           `${all.reduce((n, c) => n + c.result.errors + c.result.timeouts, 0)}/${all.reduce((n, c) => n + c.result.non2xx, 0)}`,
-          all.map((c) => fmt(c.result.perSecond)).join(" "),
+          all.map((c) => `${fmt(c.result.perSecond)} (${c.cpu.others.toFixed(2)}${c.cpu.others > NOISY ? "!" : ""})`).join(" "),
           share(b.cpu.proxy),
           share(b.cpu.worker),
-          share(b.cpu.redis)
+          share(b.cpu.redis),
+          share(b.cpu.others)
         ]
       })
     ))
@@ -219,7 +223,7 @@ export const clusterReport = (cells: ReadonlyArray<ClusterCell>, scenarios: Read
   console.log(table(["", ...scenarios.map((s) => s.key)], rows.map(([name, of]) => [name, ...scenarios.map((s) => of(s).toFixed(2))])))
   // The main tables' rows are reported there.
   const measuredHere = cells.filter((c) => !(singleFromMain && c.target === "single"))
-  const faulty = measuredHere.filter((c) => c.result.errors + c.result.timeouts + c.result.non2xx > 0)
+  const faulty = measuredHere.filter(brokenCell)
   for (const c of faulty) {
     console.log(
       `BROKEN cluster round ${c.round}, ${c.scenario.title}, ${LABELS[c.target]}: ${c.result.errors} errors, ` +

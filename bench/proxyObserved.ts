@@ -5,7 +5,7 @@
 // rounds, and a sanity line for each from one scrape of its `/metrics` after the measurements.
 import { freePort } from "../test/support/Ports.js"
 import type { RedisServer } from "../test/support/RedisServer.js"
-import { fmt, table, type Cell, type Scenario } from "./proxyReport.js"
+import { cpuPerRequestUs, fmt, table, type Cell, type Scenario } from "./proxyReport.js"
 import { OBSERVED, startPinboard, TARGET_LABELS, type ObservedName, type PinboardProc, type TargetName } from "./proxyTargets.js"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -87,14 +87,14 @@ export const observabilityReport = async (
   const p99Ratio = (scenario: Scenario, on: ObservedName) => best(scenario, on).result.p99 / best(scenario, "pinboard").result.p99
   /** Pinboard's own CPU time per request in the best round: the cost that throughput on a shared core blurs. */
   const cpuPerRequest = (scenario: Scenario, target: TargetName) => {
-    const { result, cpu } = best(scenario, target)
-    return cpu.proxy === undefined ? "-" : ((cpu.proxy / result.perSecond) * 1e6).toFixed(0)
+    const cell = best(scenario, target)
+    return cell.cpu.proxy === undefined ? "-" : cpuPerRequestUs(cell, "proxy").toFixed(0)
   }
   const short = (target: ObservedName) => TARGET_LABELS[target].replace(/^Pinboard, /, "")
 
   console.log("")
   console.log(`Observability: on / off, each against "${TARGET_LABELS.pinboard}" of the same rounds (best round by rate, that`)
-  console.log(`round's p99); Pinboard's CPU per request = its share of core 1 / its rate. Below ${NOTICEABLE} (rate) or above`)
+  console.log(`round's p99); Pinboard's CPU per request = its CPU time in the window / its requests. Below ${NOTICEABLE} (rate) or above`)
   console.log(`${(1 / NOTICEABLE).toFixed(2)} (p99) is marked *.`)
   const mark = (ratio: number, noticeable: boolean) => `${ratio.toFixed(2)}${noticeable ? "*" : " "}`
   console.log(table(

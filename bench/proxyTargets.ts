@@ -246,15 +246,26 @@ export const waitForPlacements = async (pinboard: string): Promise<string> => {
   return `${IDS.length} ids placed after ${((performance.now() - started) / 1000).toFixed(1)} s (answers while polling: ${statuses})`
 }
 
-/** Every target answers the same bodies and echoes, before anything is measured. */
+/** What bench/worker.ts answers: GET paths and their body sizes, and the POST that it reads whole. */
+export const ANSWERS: ReadonlyArray<{ readonly path: string; readonly method: "GET" | "POST"; readonly bodyBytes: number; readonly answerBytes: number }> = [
+  { path: "small", method: "GET", bodyBytes: 0, answerBytes: 64 },
+  { path: "large", method: "GET", bodyBytes: 0, answerBytes: 64 * 1024 },
+  { path: "huge", method: "GET", bodyBytes: 0, answerBytes: 1024 * 1024 },
+  { path: "upload", method: "POST", bodyBytes: 64 * 1024, answerBytes: 64 }
+]
+
+/** Every target answers the same bodies, takes the POST's body whole, and echoes, before anything is measured. */
 export const checkTargets = async (servers: Servers): Promise<void> => {
   for (const target of servers.targets) {
     const origin = originOf(servers.origins, target)
-    for (const [path, size] of [["small", 64], ["large", 64 * 1024]] as const) {
-      const r = await fetch(`${origin}${NAMESPACE}/${IDS[0]}/${path}`)
+    for (const { path, method, bodyBytes, answerBytes } of ANSWERS) {
+      const r = await fetch(`${origin}${NAMESPACE}/${IDS[0]}/${path}`, {
+        method,
+        ...(bodyBytes > 0 ? { body: new Uint8Array(bodyBytes).fill(112), headers: { "content-type": "application/octet-stream" } } : {})
+      })
       const body = await r.arrayBuffer()
-      if (r.status !== 200 || body.byteLength !== size) {
-        throw new Error(`${TARGET_LABELS[target]}: GET ${path} answered ${r.status} with ${body.byteLength} bytes (expected 200, ${size})`)
+      if (r.status !== 200 || body.byteLength !== answerBytes) {
+        throw new Error(`${TARGET_LABELS[target]}: ${method} ${path} answered ${r.status} with ${body.byteLength} bytes (expected 200, ${answerBytes})`)
       }
     }
     await new Promise<void>((resolve, reject) => {
