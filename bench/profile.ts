@@ -1,5 +1,5 @@
 // Where the CPU of one proxied request goes (docs/proxy.md "What a request costs"): Pinboard
-// on Redis under the GET load of bench/proxy.ts (64 bytes, or 64 KiB), profiled with V8's sampling profiler
+// on Redis under the GET load of bench/proxy.ts (wrk; 64 bytes, or 64 KiB), profiled with V8's sampling profiler
 // (`--cpu-prof`), its self time summed by where the code comes from.
 //
 //   npm run bench:profile                          32 connections, 5 s after a 1 s warm-up
@@ -24,7 +24,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { killPid } from "../test/support/Processes.js"
 import { startRedisServer } from "../test/support/RedisServer.js"
-import { measureLoad } from "./measure.js"
+import { measureHttp } from "./measure.js"
 import { pinPid, spawnNode, stopAll } from "./processes.js"
 import { table } from "./proxyReport.js"
 import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
@@ -145,23 +145,20 @@ try {
   const registration = await register(pinboard.origin, workerOrigin)
   console.log(await waitForPlacements(pinboard.origin))
   const profiled = FLOOR ? await startFloor(workerOrigin, redis.port, profiling) : pinboard
-  const window: Window = { start: 0, end: 0 }
-  const { result, cpu } = await measureLoad(
-    profiled.proc.name,
-    {
-      kind: "http",
-      origins: [profiled.origin],
-      paths: IDS.map((id) => `${NAMESPACE}/${id}/${PATH}`),
-      connections: CONNECTIONS,
-      warmupS: WARMUP_S,
-      seconds: SECONDS
-    },
-    { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] },
-    [worker, profiled.proc],
-    (edge) => {
-      window[edge] = Number(process.hrtime.bigint() / 1000n)
-    }
-  )
+  const spec = {
+    origins: [profiled.origin],
+    paths: IDS.map((id) => `${NAMESPACE}/${id}/${PATH}`),
+    method: "GET" as const,
+    bodyBytes: 0,
+    connections: CONNECTIONS,
+    seconds: SECONDS
+  }
+  const watched = { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] }
+  // The warm-up is a run of its own, so that the window below holds only the measured one.
+  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S, warmupS: 0 }, watched, [worker, profiled.proc])
+  const window: Window = { start: Number(process.hrtime.bigint() / 1000n), end: 0 }
+  const { result, cpu } = await measureHttp(profiled.proc.name, { ...spec, warmupS: 0 }, watched, [worker, profiled.proc])
+  window.end = Number(process.hrtime.bigint() / 1000n)
   registration.stop()
   // SIGTERM: the process exits, and V8 writes the profile on the way out.
   killPid(profiled.proc.pid, "SIGTERM")
