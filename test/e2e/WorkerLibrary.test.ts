@@ -357,7 +357,7 @@ describe("worker library behind Pinboard (redis registry)", () => {
 
   // Last: a wiped bucket sends every worker of this file through 410 and re-registration.
   it("after a 410 (a wiped bucket) takes no new activation before it has registered again", async () => {
-    const { namespace, a, b } = await lf.pair({ a: { deactivateMs: 1000 } })
+    const { namespace, a, b } = await lf.pair({ a: { deactivateMs: 2000 } })
     const toA = toward(a, b)
     const held = uid()
     let fresh = uid()
@@ -374,11 +374,12 @@ describe("worker library behind Pinboard (redis registry)", () => {
     const lost = await lf.waitForEvent(a.id, (e) => e.event === "deactivate" && e.id === held, 2 * LEASE_MS)
     expect(lost.reason).toBe("lease-lost")
 
-    // A is dropping everything (its deactivate hook takes a second) and holds no lease it may
+    // A is dropping everything (its deactivate hook takes two seconds) and holds no lease it may
     // trust: a new id must be refused there (and so placed on B). B met the wipe too (its own 410,
     // then registering again): for a moment it may not take the id either, and the client gets
-    // `503 worker refused activation, retry`, which a client retries (well within A's second).
-    const whileDropping = await eventually(async () => ok<State>(await get(`${namespace}/${fresh}/state`, toA)), 500)
+    // `503 worker refused activation, retry`, which a client retries (within A's two seconds,
+    // with room for a loaded machine's slower re-registration of B).
+    const whileDropping = await eventually(async () => ok<State>(await get(`${namespace}/${fresh}/state`, toA)), 1500)
     // Once A has registered again, the old incarnation's placements are over; the id asked for
     // with B's affinity goes (or stays) on B. A must hold no activation of the old incarnation.
     await eventually(() => expect(a.link.incarnation).not.toBe(incarnation), 3 * LEASE_MS)
