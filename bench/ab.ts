@@ -13,8 +13,9 @@
 import { startRedisServer } from "../test/support/RedisServer.js"
 import { flagArg, numberArg, textArg } from "./args.js"
 import { measureHttp } from "./measure.js"
-import { pinPid, spawnNode, stopAll } from "./processes.js"
-import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { pinPid, stopAll } from "./processes.js"
+import { median } from "./proxyReport.js"
+import { IDS, LOAD_CORE, NAMESPACE, register, SERVER_CORE, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 
 const A_MAIN = textArg("a")
 const B_MAIN = textArg("b")
@@ -28,18 +29,17 @@ const WARMUP_WINDOWS = Math.round(numberArg("warmup", 3))
 
 if (B_MAIN === undefined) throw new Error("usage: npm run bench:ab -- --b=<dir>/dist/main.js [--a=<dir>/dist/main.js] [--pairs=N] [--seconds=N] [--connections=N] [--path=small|large|huge]")
 
-const quantile = (sorted: ReadonlyArray<number>, q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+const quartile = (sorted: ReadonlyArray<number>, q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 const spread = (values: ReadonlyArray<number>): string => {
   const sorted = [...values].sort((x, y) => x - y)
-  return `${quantile(sorted, 0.5).toFixed(3)} (middle half ${quantile(sorted, 0.25).toFixed(3)} to ${quantile(sorted, 0.75).toFixed(3)})`
+  return `${median(values).toFixed(3)} (middle half ${quartile(sorted, 0.25).toFixed(3)} to ${quartile(sorted, 0.75).toFixed(3)})`
 }
 
 const redis = await startRedisServer()
 try {
   pinPid(process.pid, LOAD_CORE)
   pinPid(redis.pid, SERVER_CORE)
-  const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
-  const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
+  const { proc: worker, origin: workerOrigin } = await startWorker()
   const env = { PINBOARD_REDIS_URL: redis.url }
   const a = await startPinboard("A", env, [], A_MAIN)
   const b = await startPinboard("B", env, [], B_MAIN)

@@ -27,7 +27,7 @@ import { startRedisServer } from "../test/support/RedisServer.js"
 import { measureHttp } from "./measure.js"
 import { pinPid, spawnNode, stopAll } from "./processes.js"
 import { table } from "./proxyReport.js"
-import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 import { numberArg, textArg, flagArg } from "./args.js"
 
 const CONNECTIONS = Math.round(numberArg("connections", 32))
@@ -137,8 +137,7 @@ const redis = await startRedisServer()
 try {
   pinPid(process.pid, LOAD_CORE)
   pinPid(redis.pid, SERVER_CORE)
-  const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
-  const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
+  const { proc: worker, origin: workerOrigin } = await startWorker()
   const profiling = ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
   const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : profiling, MAIN)
   await waitHealthy(pinboard)

@@ -83,6 +83,12 @@ export const originOf = (origins: Origins, target: TargetName): string => {
 /** The port a bench process prints as `listening <port>`. */
 export const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
 
+/** bench/worker.ts on the server core, once it listens. */
+export const startWorker = async (): Promise<{ readonly proc: Proc; readonly origin: string }> => {
+  const proc = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
+  return { proc, origin: `http://127.0.0.1:${await listeningPort(proc)}` }
+}
+
 export interface Extras {
   readonly floors: boolean
   /** Started already (bench/proxyObserved.ts); waited for and added to the targets here. */
@@ -92,8 +98,7 @@ export interface Extras {
 }
 
 export const startServers = async (redis: RedisServer, extras: Extras): Promise<Servers> => {
-  const worker = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
-  const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
+  const { proc: worker, origin: workerOrigin } = await startWorker()
   const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url })
   const httpProxy = spawnNode("node-http-proxy", SERVER_CORE, script("nodeHttpProxy.js"), [workerOrigin])
   const undici = spawnNode("undici proxy", SERVER_CORE, script("undiciProxy.js"), [workerOrigin])

@@ -20,16 +20,14 @@ import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { flagArg, numberArg, textArg } from "./args.js"
 import { measureLoad } from "./measure.js"
-import { pinPid, spawnNode, stopAll, stopAllSync, type Proc } from "./processes.js"
+import { pinPid, stopAll, stopAllSync } from "./processes.js"
 import {
   IDS,
-  listeningPort,
   LOAD_CORE,
   NAMESPACE,
   register,
-  script,
-  SERVER_CORE,
   startPinboard,
+  startWorker,
   waitForPlacements,
   waitHealthy,
   type PinboardProc,
@@ -77,8 +75,7 @@ const median = (values: ReadonlyArray<number>): number => {
 const main = async () => {
   pinPid(process.pid, LOAD_CORE)
   const receiver = await startReceiver()
-  const worker: Proc = spawnNode("worker", SERVER_CORE, script("worker.js"), [])
-  const workerOrigin = `http://127.0.0.1:${await listeningPort(worker)}`
+  const { proc: worker, origin: workerOrigin } = await startWorker()
   const targets: Array<Target> = [
     { label: "tracing off", pinboard: await startPinboard("pinboard (tracing off)", {}) },
     { label: "tracing on", pinboard: await startPinboard("pinboard (tracing on)", { PINBOARD_OTLP_ENDPOINT: receiver.url }) },

@@ -46,7 +46,7 @@ const requestOf = (tracing: TracingService, traceparent: string | undefined) => 
     const answer = Effect.flatMap(tracing.resolve(io(PLACEMENT)), (placement) =>
       Effect.as(
         tracing.forward(placement, (sent) => io(sent)),
-        { namespace: "/threads", id: "t1", worker: placement.worker, epoch: placement.epoch, upgradeStatus: undefined } satisfies ExchangeFacts
+        { namespace: "/threads", id: "t1", worker: placement.worker, epoch: placement.epoch, upgradeStatus: undefined, client: "127.0.0.1" } satisfies ExchangeFacts
       )
     )
     return Effect.map(answer, (facts) => span.end(facts, undefined, 200, "127.0.0.1"))

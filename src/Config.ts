@@ -62,11 +62,7 @@ export const loadConfigWithSources: (input: {
   readonly env: Env
 }) => Effect.Effect<LoadedConfig, ConfigInvalid> = Effect.fn("Config.load")(function*({ flags, env }) {
   const unknown = unknownVariables(env)
-  if (unknown.length > 0) {
-    return yield* new ConfigInvalid({
-      message: unknown.map(unknownVariableMessage).join("\n")
-    })
-  }
+  if (unknown.length > 0) return yield* new ConfigInvalid({ message: unknown.map(unknownVariableMessage).join("\n") })
   const file = configFileArgument(flags, env)
   const fileContent = yield* readConfigFile(file)
   const { input, sources } = overlayEnv(fileContent, env, flags)

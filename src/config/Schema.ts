@@ -148,14 +148,14 @@ const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
 
 /** Each listener on its own port. */
 const listenerIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
-  const issues: Array<Schema.FilterIssue> = []
-  if (c.registry.port !== undefined && c.registry.port === c.port) {
-    issues.push({ path: ["registry", "port"], message: `expected a port other than the data plane's (${c.port})` })
-  }
-  if (c.registry.port !== undefined && c.registry.port === c.metrics.port) {
-    issues.push({ path: ["registry", "port"], message: `expected a port other than the metrics listener's (${c.metrics.port})` })
-  }
-  return issues
+  const { port } = c.registry
+  const taken = [
+    { by: "the data plane's", port: c.port },
+    { by: "the metrics listener's", port: c.metrics.port }
+  ]
+  return taken
+    .filter((other) => port !== undefined && other.port === port)
+    .map((other) => ({ path: ["registry", "port"], message: `expected a port other than ${other.by} (${port})` }))
 }
 
 /** The Redis section's rules: one mode, and no setting that its mode or TLS leaves unused. */

@@ -92,47 +92,35 @@ const serve = Effect.gen(function* () {
       )
     })
 
-  // The registry API answers on the data port, or only on its own listener when it has one.
-  const registryApart = config.registry.port !== undefined
   const registry = (req: IncomingMessage, res: ServerResponse) =>
     respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
   const notFound = (req: IncomingMessage, res: ServerResponse) => respond(req, res, Effect.fail(new RouteNotFound()))
-
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const route = routeOf(req.url ?? "/")
-    const refused = messageError(req)
-    if (refused !== undefined && route !== "instance") return respond(req, res, Effect.fail(refused))
-    switch (route) {
-      case "healthz":
-      case "readyz":
-        return probes(req, res, route)
-      case "registry":
-        return registryApart ? notFound(req, res) : registry(req, res)
-      case "instance":
-        return instance(req, res, refused)
-    }
-  }
-
   const probes = (req: IncomingMessage, res: ServerResponse, route: "healthz" | "readyz") =>
     route === "healthz"
       ? respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
       : respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
 
-  // The registry API's own listener: the probes and `/registry/*`, nothing else.
-  const handleRegistryPort = (req: IncomingMessage, res: ServerResponse) => {
+  /**
+   * A listener's routes: the probes on every one; `/registry/*` where `registryHere`, instance
+   * requests where `instancesHere`; anything else `404 not found`. A malformed request is
+   * refused at once, but an instance request's refusal is observed like any of its answers.
+   */
+  const handlerFor = (registryHere: boolean, instancesHere: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const route = routeOf(req.url ?? "/")
     const refused = messageError(req)
-    if (refused !== undefined) return respond(req, res, Effect.fail(refused))
+    if (refused !== undefined && !(instancesHere && route === "instance")) return respond(req, res, Effect.fail(refused))
     switch (route) {
       case "healthz":
       case "readyz":
         return probes(req, res, route)
       case "registry":
-        return registry(req, res)
+        return registryHere ? registry(req, res) : notFound(req, res)
       case "instance":
-        return notFound(req, res)
+        return instancesHere ? instance(req, res, refused) : notFound(req, res)
     }
   }
+  // The registry API answers on the data port, or only on its own listener when it has one.
+  const registryApart = config.registry.port !== undefined
 
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
   const inFlight = makeInFlight()
@@ -144,7 +132,7 @@ const serve = Effect.gen(function* () {
       run(handler(req, res))
     })
 
-  const server = serverFor(handle)
+  const server = serverFor(handlerFor(!registryApart, true))
   if (config.proxyProtocol) acceptProxyProtocol(server, { timeoutMs: config.server.headersTimeoutMs })
   // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
   // "WebSockets"); any other offer is served as the ordinary request it also is.
@@ -160,7 +148,7 @@ const serve = Effect.gen(function* () {
   })
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
   yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
-  const registryServer = registryApart ? serverFor(handleRegistryPort) : undefined
+  const registryServer = registryApart ? serverFor(handlerFor(true, false)) : undefined
   if (registryServer !== undefined) {
     const host = config.registry.host ?? config.host
     const registryPort = yield* Effect.orDie(listen(registryServer, config.registry.port!, host))

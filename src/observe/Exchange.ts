@@ -15,10 +15,12 @@ export interface ExchangeFacts {
   readonly epoch: string | undefined
   /** An upgrade's status from the worker: 101, or what it answered instead. */
   readonly upgradeStatus: number | undefined
+  /** The client's address (pipeline/ClientAddress.ts), once the request was admitted. */
+  readonly client: string | undefined
 }
 
 /** Nothing learned: a request refused before the pipeline read its address. */
-export const NO_FACTS: ExchangeFacts = { namespace: undefined, id: undefined, worker: undefined, epoch: undefined, upgradeStatus: undefined }
+export const NO_FACTS: ExchangeFacts = { namespace: undefined, id: undefined, worker: undefined, epoch: undefined, upgradeStatus: undefined, client: undefined }
 
 /** An answer Pinboard wrote itself: the catalogue error, its status, and why where the error says. */
 export interface OwnAnswer {
@@ -54,7 +56,8 @@ export interface ExchangeObserver {
 export const exchangeObserver = (metrics: MetricsService, accessLog: boolean, clientOf: (req: IncomingMessage) => string): ExchangeObserver => ({
   idle: !metrics.enabled && !accessLog,
   finished: (req, facts, answer, status, startedAt, span) => {
-    const client = span === NO_SPAN && !accessLog ? "" : clientOf(req)
+    // Admitted, the pipeline has it already; refused before, it is read only when something records it.
+    const client = facts.client ?? (span === NO_SPAN && !accessLog ? "" : clientOf(req))
     span.end(facts, answer, status, client)
     const seconds = (performance.now() - startedAt) / 1000
     metrics.request(facts.namespace, status, seconds)

@@ -57,6 +57,7 @@ class Learned implements InstanceOutcome {
   worker: string | undefined = undefined
   epoch: string | undefined = undefined
   upgradeStatus: number | undefined = undefined
+  client: string | undefined = undefined
   failure: Cause.Cause<InstanceError> | undefined = undefined
 }
 
@@ -167,7 +168,7 @@ export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<I
         Effect.matchCause(
           Effect.suspend(() =>
             afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, learned), (admitted) => {
-              const client = clientAddress.of(req)
+              const client = (learned.client = clientAddress.of(req))
               return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey, client)), transportFor(admitted, client))
             })
           ),

@@ -53,10 +53,14 @@ export const trustedProxiesOf = (entries: ReadonlyArray<string>): TrustedProxies
 
 /** One `X-Forwarded-For` entry as an address: `[v6]:port` and `v4:port` lose the port; undefined when it is none. */
 const forwardedAddress = (entry: string): string | undefined => {
-  let text = entry.trim()
-  if (text.startsWith("[")) text = text.slice(1, text.indexOf("]") < 0 ? undefined : text.indexOf("]"))
-  else if (text.indexOf(":") > 0 && text.indexOf(":") === text.lastIndexOf(":")) text = text.slice(0, text.indexOf(":"))
-  const address = plainAddress(text)
+  const text = entry.trim()
+  const colon = text.indexOf(":")
+  const bare = text.startsWith("[")
+    ? text.slice(1, text.includes("]") ? text.indexOf("]") : undefined)
+    : colon > 0 && colon === text.lastIndexOf(":")
+      ? text.slice(0, colon)
+      : text
+  const address = plainAddress(bare)
   return familyOf(address) === undefined ? undefined : address
 }
 
