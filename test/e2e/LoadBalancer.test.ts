@@ -125,17 +125,19 @@ beforeAll(async () => {
   const redis = await fleet.redis()
   const shared = { redisUrl: redis.url, prefix: uid("pb"), leaseMs: LEASE_MS }
   const documented = { PINBOARD_TRUSTED_PROXIES: "127.0.0.1", PINBOARD_DRAIN_DELAY_MS: String(DRAIN_DELAY_MS), PINBOARD_ACCESS_LOG: "1" }
-  replicas.a = await started(startReplica(await replicaSpec({ ...shared, env: documented })))
-  replicas.b = await started(startReplica(await replicaSpec({ ...shared, env: documented })))
-  control = await started(startReplica(await replicaSpec({ ...shared, env: { PINBOARD_KEEPALIVE_TIMEOUT_MS: "5000", PINBOARD_ACCESS_LOG: "1" } })))
-  nginx = await startNginx(upstreams(pair()))
-  controlNginx = await startNginx(upstreams([control]))
+  // Started side by side: three processes one after another take most of the hook's time on a loaded machine.
+  ;[replicas.a, replicas.b, control] = await Promise.all([
+    started(replicaSpec({ ...shared, env: documented }).then(startReplica)),
+    started(replicaSpec({ ...shared, env: documented }).then(startReplica)),
+    started(replicaSpec({ ...shared, env: { PINBOARD_KEEPALIVE_TIMEOUT_MS: "5000", PINBOARD_ACCESS_LOG: "1" } }).then(startReplica))
+  ])
+  ;[nginx, controlNginx] = await Promise.all([startNginx(upstreams(pair())), startNginx(upstreams([control]))])
   // The workers reach the registry API through nginx's workers' listener, whichever replica is up.
   const throughNginx = { ...replicas.a, url: nginx.registryUrl, registryUrl: nginx.registryUrl }
   const workers = await Promise.all(["w1", "w2"].map((name) => fleet.worker(throughNginx, { id: uid(`lb-${name}`), namespaces: [NS] })))
   workerIds = workers.map((worker) => worker.id)
   await waitForColdStart(replicas.a, NS)
-})
+}, scaled(90_000))
 
 afterAll(async () => {
   await nginx?.stop()

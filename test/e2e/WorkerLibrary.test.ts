@@ -372,7 +372,10 @@ describe("worker library behind Pinboard (redis registry)", () => {
     const client = await connect(lf.redis.port)
     await wipeBucket(client, lf.prefix, wiped).finally(() => client.disconnect())
     const lost = await lf.waitForEvent(a.id, (e) => e.event === "deactivate" && e.id === held, 2 * LEASE_MS)
-    expect(lost.reason).toBe("lease-lost")
+    // The 410 drops it as lease-lost; on a loaded machine a heartbeat can come back late enough that
+    // the lease turned unhealthy first, and it went then. The new incarnation below shows the 410
+    // either way (test/worker/Lease.test.ts holds the reason on the TestClock).
+    expect(["lease-lost", "lease-unhealthy"]).toContain(lost.reason)
 
     // A is dropping everything (its deactivate hook takes two seconds) and holds no lease it may
     // trust: a new id must be refused there (and so placed on B). B met the wipe too (its own 410,
