@@ -13,6 +13,10 @@
 //   npm run bench -- --compare=<dir>/dist/main.js
 //                                              one more target: another build of Pinboard (an
 //                                              earlier commit's, built elsewhere), in the same rounds
+//   npm run bench -- --compare-flags=--max-semi-space-size=64
+//                                              the --compare target run with these Node flags
+//                                              (comma-separated; this build unless --compare= names
+//                                              another): docs/deploy.md "Node's young generation"
 //   npm run bench -- --no-cluster              without the cluster row
 //   npm run bench -- --cluster-only            only the cluster row, with the single-redis-server
 //                                              Pinboard measured beside it
@@ -70,6 +74,7 @@
 // Prints figures and the ratios against the targets; it is not a test. It exits non-zero
 // only when something is broken (socket errors, timeouts, non-2xx answers, short answers),
 // never for a missed target.
+import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import type { RedisCluster } from "../test/support/RedisCluster.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
@@ -107,7 +112,8 @@ const FLOORS = flagArg("floors")
 const CLUSTER_ONLY = flagArg("cluster-only")
 const CLUSTER = !flagArg("no-cluster")
 const OBSERVABILITY = flagArg("observability")
-const COMPARE = textArg("compare")
+const COMPARE_FLAGS = textArg("compare-flags")?.split(",").filter((flag) => flag !== "") ?? []
+const COMPARE = textArg("compare") ?? (COMPARE_FLAGS.length > 0 ? new URL("../../dist/main.js", import.meta.url).pathname : undefined)
 if (CLUSTER_ONLY && !CLUSTER) throw new Error("--cluster-only and --no-cluster exclude each other")
 if (CLUSTER_ONLY && OBSERVABILITY) throw new Error("--cluster-only and --observability exclude each other")
 if (!Number.isInteger(WINDOW_S) || !Number.isInteger(WARMUP_S)) throw new Error("--seconds= and --warmup= take whole seconds (wrk's -d)")
@@ -260,6 +266,13 @@ hardLimit.unref()
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => stopAndExit(130))
 process.once("exit", stopEverythingSync)
 
+/** A proxy's peak resident memory (VmHWM), read before it is stopped. */
+const peakRss = (target: TargetName, pid: number | undefined): Array<string> => {
+  if (pid === undefined) return []
+  const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]
+  return kb === undefined ? [] : [`${TARGET_LABELS[target]} ${Math.round(Number(kb) / 1024)} MB`]
+}
+
 const started = performance.now()
 let registration: Registration | undefined
 let clusterRegistration: Registration | undefined
@@ -271,7 +284,7 @@ try {
   redis = await startRedisServer()
   pinPid(redis.pid, SERVER_CORE)
   const observed = OBSERVABILITY ? await startObservedPinboards(redis) : []
-  servers = await startServers(redis, { floors: FLOORS, observed, ...(COMPARE === undefined ? {} : { compare: COMPARE }) })
+  servers = await startServers(redis, { floors: FLOORS, observed, ...(COMPARE === undefined ? {} : { compare: { main: COMPARE, nodeFlags: COMPARE_FLAGS } }) })
   const extraNames = [...servers.floors, ...observed.map((started) => started.proc)].map((proc) => `, ${proc.name}`).join("")
   const extraPids =
     servers.floors.map((floor) => `; ${floor.name} pid ${floor.pid}`).join("") +
@@ -299,6 +312,7 @@ try {
   const heartbeats = (name: string, { stats }: Registration) =>
     console.log(`heartbeats (${name}): ${stats.beats} ok, ${stats.failed} failed, ${stats.reregistered} re-registrations, slowest ${stats.slowestMs.toFixed(1)} ms`)
   heartbeats("redis-server", registration)
+  console.log(`peak RSS: ${servers.targets.flatMap((target) => peakRss(target, servers!.proxyPid[target])).join(", ")}`)
   if (clusterRegistration !== undefined) heartbeats("cluster", clusterRegistration)
   if (servers.pinboard.lines.length > 0) {
     console.log(`Pinboard printed ${servers.pinboard.lines.length} lines (last 10 of them):`)

@@ -93,8 +93,8 @@ export interface Extras {
   readonly floors: boolean
   /** Started already (bench/proxyObserved.ts); waited for and added to the targets here. */
   readonly observed: ReadonlyArray<ObservedPinboard>
-  /** `main.js` of another build to measure beside this one (it shares the registry on the same redis-server). */
-  readonly compare?: string
+  /** `main.js` of another build (or this one) and its Node flags, measured beside this one on the same registry. */
+  readonly compare?: { readonly main: string; readonly nodeFlags: ReadonlyArray<string> }
 }
 
 export const startServers = async (redis: RedisServer, extras: Extras): Promise<Servers> => {
@@ -122,7 +122,7 @@ export const startServers = async (redis: RedisServer, extras: Extras): Promise<
     origins[started.target] = started.origin
     proxyPid[started.target] = started.proc.pid
   }
-  const compare = extras.compare === undefined ? undefined : await startPinboard("pinboard-compare", { PINBOARD_REDIS_URL: redis.url }, [], extras.compare)
+  const compare = extras.compare === undefined ? undefined : await startPinboard("pinboard-compare", { PINBOARD_REDIS_URL: redis.url }, extras.compare.nodeFlags, extras.compare.main)
   if (compare !== undefined) {
     origins["pinboard-compare"] = compare.origin
     proxyPid["pinboard-compare"] = compare.proc.pid
