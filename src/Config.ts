@@ -7,6 +7,7 @@ import { Effect, Either, Schema } from "effect"
 import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
 import { describeParseError, formatPath } from "./config/Messages.js"
 import { readRedisFiles } from "./config/RedisFiles.js"
+import { loadTlsPair } from "./serving/Tls.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
 import { nearest } from "./config/Nearest.js"
 import {
@@ -69,11 +70,15 @@ export const loadConfigWithSources: (input: {
   const config = yield* decode(input).pipe(
     Effect.mapError((error) => new ConfigInvalid({ message: describeParseError(error, input, sources) }))
   )
-  yield* Either.mapLeft(readRedisFiles(config.redis), (problem) => {
-    const path = ["redis", problem.field]
+  // A file a setting names that cannot be used is named by the variable (or key) that set it.
+  const fileProblem = (section: string) => (problem: { readonly field: string; readonly message: string }) => {
+    const path = [section, problem.field]
     const set = sources.find((source) => source.envVar.path.join(".") === path.join("."))
     return new ConfigInvalid({ message: `${set?.name ?? formatPath(path)}: ${problem.message}` })
-  })
+  }
+  yield* Either.mapLeft(readRedisFiles(config.redis), fileProblem("redis"))
+  const { cert, key } = config.tls
+  if (cert !== undefined && key !== undefined) yield* Either.mapLeft(loadTlsPair({ cert, key }), fileProblem("tls"))
   return { config, file, fileContent, sources }
 })
 

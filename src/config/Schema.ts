@@ -32,6 +32,11 @@ const ConfigFields = Schema.Struct({
   trustedProxies: withDefault(Schema.Array(ProxyAddress).annotations(expectedShape("a list of IP addresses and CIDR ranges")), () => []),
   /** Every connection to `port` opens with a PROXY protocol header (v1 or v2). */
   proxyProtocol: withDefault(Flag, () => false),
+  /** The data-plane listener speaks TLS with this certificate chain and key, both or neither (docs/deploy.md "TLS"). */
+  tls: section(Schema.Struct({
+    cert: optionalOrUndefined(FilePath),
+    key: optionalOrUndefined(FilePath)
+  })),
   /** The data-plane listener's connection timeouts; no total request timeout (docs/proxy.md "Limits"). */
   server: section(Schema.Struct({
     keepAliveTimeoutMs: withDefault(PositiveMs, () => 75_000),
@@ -122,7 +127,7 @@ type ConfigFields = typeof ConfigFields.Type
 
 /** Rules that span fields; each issue points at the field to fix. */
 const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
-  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c)]
+  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c), ...tlsIssues(c.tls)]
   const providerNames = Object.keys(c.providers)
   const seen = new Set<string>()
   c.namespaces?.forEach((rule, i) => {
@@ -157,6 +162,12 @@ const listenerIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
     .filter((other) => port !== undefined && other.port === port)
     .map((other) => ({ path: ["registry", "port"], message: `expected a port other than ${other.by} (${port})` }))
 }
+
+/** A certificate goes with its key. */
+const tlsIssues = (t: ConfigFields["tls"]): Array<Schema.FilterIssue> =>
+  (t.cert === undefined) === (t.key === undefined)
+    ? []
+    : [{ path: ["tls", t.cert === undefined ? "cert" : "key"], message: "expected tls.cert (PINBOARD_TLS_CERT) and tls.key (PINBOARD_TLS_KEY) together" }]
 
 /** The Redis section's rules: one mode, and no setting that its mode or TLS leaves unused. */
 const redisIssues = (r: ConfigFields["redis"]): Array<Schema.FilterIssue> => {

@@ -30,6 +30,8 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     expected: "expected 1, 0, true or false",
     summary: "every connection opens with a PROXY protocol v1 or v2 header (1 or 0)"
   },
+  { name: "PINBOARD_TLS_CERT", path: ["tls", "cert"], kind: "string", summary: "PEM file of the listener's certificate (its chain after it); with PINBOARD_TLS_KEY: HTTPS" },
+  { name: "PINBOARD_TLS_KEY", path: ["tls", "key"], kind: "string", summary: "PEM file of that certificate's key; both files are taken again on SIGHUP and when they change" },
   {
     name: "PINBOARD_KEEPALIVE_TIMEOUT_MS",
     path: ["server", "keepAliveTimeoutMs"],

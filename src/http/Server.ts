@@ -3,7 +3,8 @@
 // `/registry/*`, then absent from the data plane); graceful shutdown (docs/proxy.md).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import { Context, Effect, Layer, Runtime } from "effect"
+import https from "node:https"
+import { Context, Either, Effect, Layer, Runtime, type Scope } from "effect"
 import { pathOf } from "../Address.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { AppConfig } from "../AppConfig.js"
@@ -23,7 +24,8 @@ import { makeRequestScheduler } from "./RequestScheduler.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
 import { acceptProxyProtocol } from "../serving/ProxyProtocol.js"
-import { createServer, delayUnless, nextStopSignal } from "./Listener.js"
+import { listenerTlsOptions, loadTlsPair, reloadTlsOnChange, type TlsFiles } from "../serving/Tls.js"
+import { createServer, createTlsServer, delayUnless, nextStopSignal, type ServerTimeouts } from "./Listener.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -124,15 +126,21 @@ const serve = Effect.gen(function* () {
 
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
   const inFlight = makeInFlight()
-  const serverFor = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>) =>
-    createServer(config.server, (req, res) => {
+  const serve = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>) =>
+    (req: IncomingMessage, res: ServerResponse) => {
       inFlight.track(res)
       // While shutting down, no connection is kept for another request.
       if (shuttingDown) res.shouldKeepAlive = false
       run(handler(req, res))
-    })
+    }
 
-  const server = serverFor(handlerFor(!registryApart, true))
+  // The data plane speaks TLS with tls.cert and tls.key (the registry's own listener never does).
+  const { cert, key } = config.tls
+  const dataPlane = serve(handlerFor(!registryApart, true))
+  const server =
+    cert === undefined || key === undefined
+      ? createServer(config.server, dataPlane)
+      : yield* tlsServer(config.server, dataPlane, { cert, key }, run)
   if (config.proxyProtocol) acceptProxyProtocol(server, { timeoutMs: config.server.headersTimeoutMs })
   // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
   // "WebSockets"); any other offer is served as the ordinary request it also is.
@@ -147,8 +155,8 @@ const serve = Effect.gen(function* () {
     writeBareStatus(socket, new ConnectNotImplemented().reply)
   })
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
-  yield* Effect.logInfo(`pinboard listening on http://${config.host}:${port}`)
-  const registryServer = registryApart ? serverFor(handlerFor(true, false)) : undefined
+  yield* Effect.logInfo(`pinboard listening on ${server instanceof https.Server ? "https" : "http"}://${config.host}:${port}`)
+  const registryServer = registryApart ? createServer(config.server, serve(handlerFor(true, false))) : undefined
   if (registryServer !== undefined) {
     const host = config.registry.host ?? config.host
     const registryPort = yield* Effect.orDie(listen(registryServer, config.registry.port!, host))
@@ -181,3 +189,37 @@ const serve = Effect.gen(function* () {
   )
   return { port }
 })
+
+/**
+ * The data plane's TLS listener; renewed certificate files are taken for new connections, on
+ * SIGHUP and when they change, until the scope closes (serving/Tls.ts).
+ */
+const tlsServer = (
+  timeouts: ServerTimeouts,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  files: TlsFiles,
+  run: (effect: Effect.Effect<void>) => unknown
+): Effect.Effect<https.Server, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    // Config.ts has loaded this pair once already: a failure now is a file changed meanwhile.
+    const pair = yield* Either.match(loadTlsPair(files), {
+      onLeft: (problem) => Effect.dieMessage(`tls.${problem.field}: ${problem.message}`),
+      onRight: Effect.succeed
+    })
+    const server = createTlsServer(timeouts, handler, listenerTlsOptions(pair))
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        reloadTlsOnChange(files, (renewed) => server.setSecureContext(renewed), {
+          loaded: (trigger) => run(Effect.logInfo("tls certificate loaded").pipe(Effect.annotateLogs({ trigger, cert: files.cert }))),
+          refused: (trigger, problem) =>
+            run(
+              Effect.logWarning("tls certificate refused, the one in use is kept").pipe(
+                Effect.annotateLogs({ trigger, field: `tls.${problem.field}`, reason: problem.message })
+              )
+            )
+        })
+      ),
+      (stop) => Effect.sync(stop)
+    )
+    return server
+  })

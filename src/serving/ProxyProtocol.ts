@@ -131,7 +131,11 @@ const peers = new WeakMap<Socket, string>()
 const accepting = new WeakSet<Server>()
 
 /** The client's address a PROXY header gave for this socket, or undefined (no header read, or LOCAL/UNKNOWN). */
-export const proxiedPeer = (socket: Socket): string | undefined => peers.get(socket)
+export const proxiedPeer = (socket: Socket): string | undefined => {
+  // Over TLS the request's socket is the TLSSocket, made on top of the TCP socket the header came on.
+  const tcp = (socket as Socket & { readonly _parent?: Socket })._parent
+  return peers.get(socket) ?? (tcp === undefined ? undefined : peers.get(tcp))
+}
 
 type ConnectionListener = (this: Server, socket: Socket) => void
 

@@ -1,0 +1,81 @@
+// TLS on the data-plane listener (docs/deploy.md "TLS"): the certificate and key files read and
+// checked as a pair, and read again on SIGHUP and when either file changes (cert-manager and
+// certbot replace them in place). New connections get the new pair, open ones keep theirs; a
+// pair that does not load is refused and the one in use kept.
+import { readFileSync, unwatchFile, watchFile } from "node:fs"
+import { createSecureContext, type SecureContextOptions, type TlsOptions } from "node:tls"
+import { Either } from "effect"
+
+export interface TlsFiles {
+  readonly cert: string
+  readonly key: string
+}
+
+/** A pair that cannot be used: the setting at fault and why. */
+export interface TlsProblem {
+  readonly field: "cert" | "key"
+  readonly message: string
+}
+
+/** What every pair's context has: TLS 1.2 or later, with Node's default ciphers. */
+const CONTEXT_SETTINGS = { minVersion: "TLSv1.2" } as const satisfies SecureContextOptions
+
+/** The listener's options for a loaded pair: the pair, and HTTP/1.1 offered by ALPN. */
+export const listenerTlsOptions = (pair: SecureContextOptions): TlsOptions => ({ ...pair, ALPNProtocols: ["http/1.1"] })
+
+const pem = (field: TlsProblem["field"], path: string): Either.Either<string, TlsProblem> => {
+  try {
+    const text = readFileSync(path, "utf8")
+    return text.includes("-----BEGIN ")
+      ? Either.right(text)
+      : Either.left({ field, message: `expected a PEM file, got ${JSON.stringify(path)} without a "-----BEGIN" line` })
+  } catch (error) {
+    return Either.left({ field, message: `cannot read ${JSON.stringify(path)} (${error instanceof Error ? error.message : String(error)})` })
+  }
+}
+
+/** The files' pair, once OpenSSL has taken it (a key that is not the certificate's is refused here). */
+export const loadTlsPair = (files: TlsFiles): Either.Either<SecureContextOptions, TlsProblem> =>
+  Either.gen(function* () {
+    const pair = { ...CONTEXT_SETTINGS, cert: yield* pem("cert", files.cert), key: yield* pem("key", files.key) }
+    try {
+      createSecureContext(pair)
+    } catch (error) {
+      return yield* Either.left<TlsProblem>({ field: "key", message: `not usable with the certificate (${error instanceof Error ? error.message : String(error)})` })
+    }
+    return pair
+  })
+
+export interface TlsReloadEvents {
+  readonly loaded: (trigger: "SIGHUP" | "file change") => void
+  readonly refused: (trigger: "SIGHUP" | "file change", problem: TlsProblem) => void
+}
+
+/** How often the files are looked at, and how long a change waits for its companion file (written one after the other). */
+const WATCH_INTERVAL_MS = 1000
+const SETTLE_MS = 250
+
+/** Reads the pair again on SIGHUP and when a file changes, and gives each pair that loads to `apply`; returns the stop. */
+export const reloadTlsOnChange = (files: TlsFiles, apply: (pair: SecureContextOptions) => void, events: TlsReloadEvents): (() => void) => {
+  let settling: ReturnType<typeof setTimeout> | undefined
+  const reload = (trigger: "SIGHUP" | "file change") =>
+    Either.match(loadTlsPair(files), {
+      onLeft: (problem) => events.refused(trigger, problem),
+      onRight: (pair) => {
+        apply(pair)
+        events.loaded(trigger)
+      }
+    })
+  const onSignal = () => reload("SIGHUP")
+  const onChange = () => {
+    clearTimeout(settling)
+    settling = setTimeout(() => reload("file change"), SETTLE_MS)
+  }
+  process.on("SIGHUP", onSignal)
+  for (const path of [files.cert, files.key]) watchFile(path, { interval: WATCH_INTERVAL_MS }, onChange)
+  return () => {
+    clearTimeout(settling)
+    process.off("SIGHUP", onSignal)
+    for (const path of [files.cert, files.key]) unwatchFile(path, onChange)
+  }
+}
