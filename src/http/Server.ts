@@ -1,5 +1,5 @@
 // The node:http servers: the data plane (probes, the registry API, instance requests and
-// upgrades) and, with `registry.port`, the registry API's own listener (probes and
+// upgrades; over TLS with `tls.cert` and `tls.key`) and, with `registry.port`, the registry API's own listener (probes and
 // `/registry/*`, then absent from the data plane); graceful shutdown (docs/proxy.md).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
@@ -126,7 +126,7 @@ const serve = Effect.gen(function* () {
 
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
   const inFlight = makeInFlight()
-  const serve = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>) =>
+  const tracked = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>) =>
     (req: IncomingMessage, res: ServerResponse) => {
       inFlight.track(res)
       // While shutting down, no connection is kept for another request.
@@ -136,7 +136,7 @@ const serve = Effect.gen(function* () {
 
   // The data plane speaks TLS with tls.cert and tls.key (the registry's own listener never does).
   const { cert, key } = config.tls
-  const dataPlane = serve(handlerFor(!registryApart, true))
+  const dataPlane = tracked(handlerFor(!registryApart, true))
   const server =
     cert === undefined || key === undefined
       ? createServer(config.server, dataPlane)
@@ -156,7 +156,7 @@ const serve = Effect.gen(function* () {
   })
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
   yield* Effect.logInfo(`pinboard listening on ${server instanceof https.Server ? "https" : "http"}://${config.host}:${port}`)
-  const registryServer = registryApart ? createServer(config.server, serve(handlerFor(true, false))) : undefined
+  const registryServer = registryApart ? createServer(config.server, tracked(handlerFor(true, false))) : undefined
   if (registryServer !== undefined) {
     const host = config.registry.host ?? config.host
     const registryPort = yield* Effect.orDie(listen(registryServer, config.registry.port!, host))

@@ -18,7 +18,8 @@ Reads Pinboard's registry API with the deployment token of Pinboard's own config
   id                an id's bucket, its placement, and what a resolve would do now
                     (<namespace> with or without the leading "/")
 
-  --pinboard URL    Pinboard's base URL (default: http://127.0.0.1:<port> from the configuration)
+  --pinboard URL    Pinboard's base URL (default: from the configuration: the registry's
+                    own listener, else the data port, https with TLS on)
   --json            print JSON instead of text
   --env ENV         the id's env (default "")
   --host HOSTNAME   hostname-aware mode: the request's hostname; only workers registered

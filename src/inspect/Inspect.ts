@@ -90,12 +90,15 @@ const id = Effect.fn("Inspect.id")(function*(
 })
 
 /**
- * Where Pinboard's registry API listens by its configuration: its own listener when
- * `registry.port` is set, else the data port; a wildcard address is reached on loopback.
+ * Where Pinboard's registry API listens by its configuration: its own listener (plain HTTP) when
+ * `registry.port` is set, else the data port (HTTPS with `tls.cert`); a wildcard address is
+ * reached on loopback.
  */
-export const defaultPinboardUrl = (config: Pick<PinboardConfig, "host" | "port" | "registry">): string => {
+export const defaultPinboardUrl = (config: Pick<PinboardConfig, "host" | "port" | "registry" | "tls">): string => {
+  const apart = config.registry.port !== undefined
   const port = config.registry.port ?? config.port
-  const bound = config.registry.port === undefined ? config.host : (config.registry.host ?? config.host)
+  const bound = apart ? (config.registry.host ?? config.host) : config.host
   const host = bound === "0.0.0.0" || bound === "::" ? "127.0.0.1" : bound
-  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+  const scheme = !apart && config.tls.cert !== undefined ? "https" : "http"
+  return `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`
 }
