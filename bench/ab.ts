@@ -15,7 +15,7 @@ import { flagArg, numberArg, textArg } from "./args.js"
 import { measureHttp } from "./measure.js"
 import { pinPid, stopAll } from "./processes.js"
 import { median } from "./proxyReport.js"
-import { IDS, LOAD_CORE, NAMESPACE, register, SERVER_CORE, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { getLoad, LOAD_CORE, register, SERVER_CORE, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 
 const A_MAIN = textArg("a")
 const B_MAIN = textArg("b")
@@ -47,17 +47,8 @@ try {
   const registration = await register(a.origin, workerOrigin)
   console.log(await waitForPlacements(a.origin))
   console.log(`A ${A_MAIN ?? "this build"}; B ${B_MAIN}; ${PAIRS} pairs of ${SECONDS} s windows, ${CONNECTIONS} connections, GET .../${PATH}`)
-  const spec = (origin: string) => ({
-    origins: [origin],
-    paths: IDS.map((id) => `${NAMESPACE}/${id}/${PATH}`),
-    method: "GET" as const,
-    bodyBytes: 0,
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    warmupS: 0
-  })
   const measure = async (side: typeof a) => {
-    const { result, cpu } = await measureHttp(side.proc.name, spec(side.origin), { proxy: [side.proc.pid], worker: worker.pid, redis: [redis.pid] }, [worker, a.proc, b.proc])
+    const { result, cpu } = await measureHttp(side.proc.name, getLoad(side.origin, PATH, CONNECTIONS, SECONDS), { proxy: [side.proc.pid], worker: worker.pid, redis: [redis.pid] }, [worker, a.proc, b.proc])
     if (result.errors > 0 || result.non2xx > 0) throw new Error(`${side.proc.name}: ${result.errors} errors, ${result.non2xx} non-2xx`)
     return { rate: result.perSecond, cpuUs: ((cpu.proxy ?? 0) * 1e6) / result.perSecond, other: cpu.others }
   }

@@ -20,9 +20,9 @@ import { freePort } from "../test/support/Ports.js"
 import { startRedisServer } from "../test/support/RedisServer.js"
 import { flagArg, numberArg, textArg } from "./args.js"
 import { measureHttp } from "./measure.js"
-import { pinPid, spawnNode, stopAll } from "./processes.js"
+import { pinPid, stopAll } from "./processes.js"
 import { table } from "./proxyReport.js"
-import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { getLoad, LOAD_CORE, register, SERVER_CORE, startEffectFloor, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 
 const CONNECTIONS = Math.round(numberArg("connections", 32))
 const SECONDS = numberArg("seconds", 5)
@@ -98,21 +98,17 @@ try {
   await waitHealthy(pinboard)
   const registration = await register(pinboard.origin, workerOrigin)
   console.log(await waitForPlacements(pinboard.origin))
-  const profiled = FLOOR
-    ? await (async () => {
-        const proc = spawnNode("undici + EVALSHA + Effect", SERVER_CORE, script("undiciProxy.js"), [workerOrigin, "evalsha-effect", String(redis.port)], process.env, inspecting)
-        return { proc, origin: `http://127.0.0.1:${await listeningPort(proc)}` }
-      })()
-    : pinboard
-  const spec = { origins: [profiled.origin], paths: IDS.map((id) => `${NAMESPACE}/${id}/${PATH}`), method: "GET" as const, bodyBytes: 0, connections: CONNECTIONS, seconds: SECONDS }
+  // The floor exits on SIGTERM, as Pinboard does.
+  const profiled = FLOOR ? await startEffectFloor(workerOrigin, redis.port, inspecting) : pinboard
+  const spec = getLoad(profiled.origin, PATH, CONNECTIONS, SECONDS)
   const watched = { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] }
-  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S, warmupS: 0 }, watched, [worker, profiled.proc])
+  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S }, watched, [worker, profiled.proc])
 
   const session = await inspector(inspectPort)
   // First a window with the GC counted and nothing else: the heap profiler's samples are weak
   // handles that every scavenge visits, so its window's pauses are not the process's own.
   await session.call("Runtime.evaluate", { expression: COUNT_GC, includeCommandLineAPI: true })
-  const plain = await measureHttp(profiled.proc.name, { ...spec, warmupS: 0 }, watched, [worker, profiled.proc])
+  const plain = await measureHttp(profiled.proc.name, spec, watched, [worker, profiled.proc])
   const gc = await session.call<{ result: { value: { minor: [number, number]; major: [number, number] } } }>("Runtime.evaluate", {
     expression: "globalThis.__gcPauses",
     returnByValue: true
@@ -123,7 +119,7 @@ try {
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: true
   })
-  const { result } = await measureHttp(profiled.proc.name, { ...spec, warmupS: 0 }, watched, [worker, profiled.proc])
+  const { result } = await measureHttp(profiled.proc.name, spec, watched, [worker, profiled.proc])
   const { profile } = await session.call<{ profile: { head: HeapNode } }>("HeapProfiler.stopSampling")
   session.close()
   registration.stop()

@@ -111,15 +111,21 @@ export const ownCpuSeconds = (): number => {
   return (user + system) / 1e6
 }
 
-/** Resident set size in KiB (VmRSS), or undefined when the process is gone. */
-export const rssKiB = (pid: number): number | undefined => {
+/** A memory figure of /proc/<pid>/status in KiB, or undefined when the process is gone. */
+const statusKiB = (pid: number, field: "VmRSS" | "VmHWM"): number | undefined => {
   try {
-    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+    const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
     return match ? Number(match[1]) : undefined
   } catch {
     return undefined
   }
 }
+
+/** Resident set size in KiB (VmRSS), or undefined when the process is gone. */
+export const rssKiB = (pid: number): number | undefined => statusKiB(pid, "VmRSS")
+
+/** The largest resident set size so far in KiB (VmHWM), or undefined when the process is gone. */
+export const peakRssKiB = (pid: number): number | undefined => statusKiB(pid, "VmHWM")
 
 /** Open file descriptors (sockets included), or undefined when the process is gone. */
 export const openFds = (pid: number): number | undefined => {

@@ -25,9 +25,9 @@ import { join } from "node:path"
 import { killPid } from "../test/support/Processes.js"
 import { startRedisServer } from "../test/support/RedisServer.js"
 import { measureHttp } from "./measure.js"
-import { pinPid, spawnNode, stopAll } from "./processes.js"
+import { pinPid, stopAll } from "./processes.js"
 import { table } from "./proxyReport.js"
-import { IDS, listeningPort, LOAD_CORE, NAMESPACE, register, script, SERVER_CORE, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
+import { getLoad, LOAD_CORE, register, SERVER_CORE, startEffectFloor, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 import { numberArg, textArg, flagArg } from "./args.js"
 
 const CONNECTIONS = Math.round(numberArg("connections", 32))
@@ -125,13 +125,6 @@ const heaviest = (profile: CpuProfile, samples: ReadonlyArray<readonly [number, 
   return [...byFrame].sort((a, b) => b[1] - a[1]).slice(0, count)
 }
 
-/** The floor, profiled (it exits on SIGTERM, as Pinboard does, so V8 writes the profile). */
-const startFloor = async (workerOrigin: string, redisPort: number, nodeFlags: ReadonlyArray<string>) => {
-  const proc = spawnNode("undici + EVALSHA + Effect", SERVER_CORE, script("undiciProxy.js"), [workerOrigin, "evalsha-effect", String(redisPort)], process.env, nodeFlags)
-  const port = await listeningPort(proc)
-  return { proc, origin: `http://127.0.0.1:${port}` }
-}
-
 const profileDir = mkdtempSync(join(tmpdir(), "pinboard-profile-"))
 const redis = await startRedisServer()
 try {
@@ -143,20 +136,13 @@ try {
   await waitHealthy(pinboard)
   const registration = await register(pinboard.origin, workerOrigin)
   console.log(await waitForPlacements(pinboard.origin))
-  const profiled = FLOOR ? await startFloor(workerOrigin, redis.port, profiling) : pinboard
-  const spec = {
-    origins: [profiled.origin],
-    paths: IDS.map((id) => `${NAMESPACE}/${id}/${PATH}`),
-    method: "GET" as const,
-    bodyBytes: 0,
-    connections: CONNECTIONS,
-    seconds: SECONDS
-  }
+  const profiled = FLOOR ? await startEffectFloor(workerOrigin, redis.port, profiling) : pinboard
+  const spec = getLoad(profiled.origin, PATH, CONNECTIONS, SECONDS)
   const watched = { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] }
   // The warm-up is a run of its own, so that the window below holds only the measured one.
-  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S, warmupS: 0 }, watched, [worker, profiled.proc])
+  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S }, watched, [worker, profiled.proc])
   const window: Window = { start: Number(process.hrtime.bigint() / 1000n), end: 0 }
-  const { result, cpu } = await measureHttp(profiled.proc.name, { ...spec, warmupS: 0 }, watched, [worker, profiled.proc])
+  const { result, cpu } = await measureHttp(profiled.proc.name, spec, watched, [worker, profiled.proc])
   window.end = Number(process.hrtime.bigint() / 1000n)
   registration.stop()
   // SIGTERM: the process exits, and V8 writes the profile on the way out.

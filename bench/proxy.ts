@@ -74,12 +74,11 @@
 // Prints figures and the ratios against the targets; it is not a test. It exits non-zero
 // only when something is broken (socket errors, timeouts, non-2xx answers, short answers),
 // never for a missed target.
-import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import type { RedisCluster } from "../test/support/RedisCluster.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 import { measureHttp, measureLoad, type Measured } from "./measure.js"
-import { hasTaskset, pinPid, stopAll, stopAllSync } from "./processes.js"
+import { hasTaskset, peakRssKiB, pinPid, stopAll, stopAllSync } from "./processes.js"
 import { clusterReport, placeOnCluster, runCluster, startClusterRig, type ClusterCell } from "./proxyCluster.js"
 import { observabilityReport, startObservedPinboards } from "./proxyObserved.js"
 import { cpuText, fmt, ms, broken, report, type Cell, type Scenario } from "./proxyReport.js"
@@ -266,11 +265,10 @@ hardLimit.unref()
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => stopAndExit(130))
 process.once("exit", stopEverythingSync)
 
-/** A proxy's peak resident memory (VmHWM), read before it is stopped. */
+/** A proxy's peak resident memory, read before it is stopped. */
 const peakRss = (target: TargetName, pid: number | undefined): Array<string> => {
-  if (pid === undefined) return []
-  const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]
-  return kb === undefined ? [] : [`${TARGET_LABELS[target]} ${Math.round(Number(kb) / 1024)} MB`]
+  const kib = pid === undefined ? undefined : peakRssKiB(pid)
+  return kib === undefined ? [] : [`${TARGET_LABELS[target]} ${Math.round(kib / 1024)} MB`]
 }
 
 const started = performance.now()

@@ -24,6 +24,7 @@ import { broken, brokenCell, cpuText, fmt, ms, NOISY, share, table, type Cell, t
 import {
   IDS,
   NAMESPACE,
+  placedPaths,
   register,
   SERVER_CORE,
   startPinboard,
@@ -138,7 +139,7 @@ export const runCluster = async (rig: ClusterRig, servers: Servers, run: Cluster
       `${LABELS[target]}, ${scenario.title}`,
       {
         origins: target === "single" ? [servers.origins.pinboard] : target === "one" ? [rig.pinboards[0]!.origin] : rig.pinboards.map((p) => p.origin),
-        paths: IDS.map((id) => `${NAMESPACE}/${id}/${scenario.path}`),
+        paths: placedPaths(scenario.path),
         method: scenario.method,
         bodyBytes: scenario.bodyBytes,
         connections: scenario.connections,

@@ -17,6 +17,11 @@ export const LEASE_MS = 3000
 const HEARTBEAT_MS = LEASE_MS / 6
 export const NAMESPACE = "/bench"
 export const IDS = Array.from({ length: 8 }, (_, i) => `b${i}`)
+/** The path `answer` (`small`, `large`...) of every placed id, which wrk rotates over. */
+export const placedPaths = (answer: string): Array<string> => IDS.map((id) => `${NAMESPACE}/${id}/${answer}`)
+/** One target's GET load over the placed ids (bench/measure.ts), with no warm-up of its own. */
+export const getLoad = (origin: string, answer: string, connections: number, seconds: number) =>
+  ({ origins: [origin], paths: placedPaths(answer), method: "GET" as const, bodyBytes: 0, connections, seconds, warmupS: 0 })
 export const script = (name: string) => new URL(`./${name}`, import.meta.url).pathname
 const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
 
@@ -82,6 +87,12 @@ export const originOf = (origins: Origins, target: TargetName): string => {
 
 /** The port a bench process prints as `listening <port>`. */
 export const listeningPort = async (proc: Proc): Promise<number> => Number((await proc.waitForLine(/^listening (\d+)$/, 10_000))[1])
+
+/** The Effect floor (bench/undiciProxy.ts in evalsha-effect mode) alone on the server core, with Node flags (a profiler's), once it listens. */
+export const startEffectFloor = async (workerOrigin: string, redisPort: number, nodeFlags: ReadonlyArray<string>): Promise<PinboardProc> => {
+  const proc = spawnNode(TARGET_LABELS["undici-effect"], SERVER_CORE, script("undiciProxy.js"), [workerOrigin, FLOOR_MODES["undici-effect"], String(redisPort)], process.env, nodeFlags)
+  return { proc, origin: `http://127.0.0.1:${await listeningPort(proc)}` }
+}
 
 /** bench/worker.ts on the server core, once it listens. */
 export const startWorker = async (): Promise<{ readonly proc: Proc; readonly origin: string }> => {

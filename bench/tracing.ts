@@ -22,9 +22,8 @@ import { flagArg, numberArg, textArg } from "./args.js"
 import { measureLoad } from "./measure.js"
 import { pinPid, stopAll, stopAllSync } from "./processes.js"
 import {
-  IDS,
   LOAD_CORE,
-  NAMESPACE,
+  placedPaths,
   register,
   startPinboard,
   startWorker,
@@ -102,7 +101,7 @@ const main = async () => {
         {
           kind: "http",
           origins: [target.pinboard.origin],
-          paths: IDS.map((id) => `${NAMESPACE}/${id}/small`),
+          paths: placedPaths("small"),
           connections: CONNECTIONS,
           warmupS: 1,
           seconds: WINDOW_S

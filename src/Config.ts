@@ -7,7 +7,7 @@ import { Effect, Either, Schema } from "effect"
 import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
 import { describeParseError, formatPath } from "./config/Messages.js"
 import { readRedisFiles } from "./config/RedisFiles.js"
-import { loadTlsPair } from "./serving/Tls.js"
+import { loadTlsPair, tlsFilesOf } from "./serving/Tls.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
 import { nearest } from "./config/Nearest.js"
 import {
@@ -77,8 +77,8 @@ export const loadConfigWithSources: (input: {
     return new ConfigInvalid({ message: `${set?.name ?? formatPath(path)}: ${problem.message}` })
   }
   yield* Either.mapLeft(readRedisFiles(config.redis), fileProblem("redis"))
-  const { cert, key } = config.tls
-  if (cert !== undefined && key !== undefined) yield* Either.mapLeft(loadTlsPair({ cert, key }), fileProblem("tls"))
+  const tls = tlsFilesOf(config.tls)
+  if (tls !== undefined) yield* Either.mapLeft(loadTlsPair(tls), fileProblem("tls"))
   return { config, file, fileContent, sources }
 })
 

@@ -1,9 +1,10 @@
 // The node:http servers: the data plane (probes, the registry API, instance requests and
-// upgrades; over TLS with `tls.cert` and `tls.key`) and, with `registry.port`, the registry API's own listener (probes and
-// `/registry/*`, then absent from the data plane); graceful shutdown (docs/proxy.md).
+// upgrades; over TLS with `tls.cert` and `tls.key`) and, with `registry.port`, the registry
+// API's own listener (probes and `/registry/*`, then absent from the data plane); graceful
+// shutdown (docs/proxy.md).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import https from "node:https"
+import type https from "node:https"
 import { Context, Either, Effect, Layer, Runtime, type Scope } from "effect"
 import { pathOf } from "../Address.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
@@ -24,7 +25,7 @@ import { makeRequestScheduler } from "./RequestScheduler.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
 import { acceptProxyProtocol } from "../serving/ProxyProtocol.js"
-import { listenerTlsOptions, loadTlsPair, reloadTlsOnChange, type TlsFiles } from "../serving/Tls.js"
+import { listenerTlsOptions, loadTlsPair, reloadTlsOnChange, tlsFilesOf, type TlsFiles } from "../serving/Tls.js"
 import { createServer, createTlsServer, delayUnless, nextStopSignal, type ServerTimeouts } from "./Listener.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./RegistryApi.js"
@@ -135,12 +136,9 @@ const serve = Effect.gen(function* () {
     }
 
   // The data plane speaks TLS with tls.cert and tls.key (the registry's own listener never does).
-  const { cert, key } = config.tls
+  const tls = tlsFilesOf(config.tls)
   const dataPlane = tracked(handlerFor(!registryApart, true))
-  const server =
-    cert === undefined || key === undefined
-      ? createServer(config.server, dataPlane)
-      : yield* tlsServer(config.server, dataPlane, { cert, key }, run)
+  const server = tls === undefined ? createServer(config.server, dataPlane) : yield* tlsServer(config.server, dataPlane, tls, run)
   if (config.proxyProtocol) acceptProxyProtocol(server, { timeoutMs: config.server.headersTimeoutMs })
   // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
   // "WebSockets"); any other offer is served as the ordinary request it also is.
@@ -155,7 +153,7 @@ const serve = Effect.gen(function* () {
     writeBareStatus(socket, new ConnectNotImplemented().reply)
   })
   const port = yield* Effect.orDie(listen(server, config.port, config.host))
-  yield* Effect.logInfo(`pinboard listening on ${server instanceof https.Server ? "https" : "http"}://${config.host}:${port}`)
+  yield* Effect.logInfo(`pinboard listening on ${tls === undefined ? "http" : "https"}://${config.host}:${port}`)
   const registryServer = registryApart ? createServer(config.server, tracked(handlerFor(true, false))) : undefined
   if (registryServer !== undefined) {
     const host = config.registry.host ?? config.host

@@ -11,6 +11,10 @@ export interface TlsFiles {
   readonly key: string
 }
 
+/** The files `tls.cert` and `tls.key` name; undefined when TLS is off (the schema has them both or neither). */
+export const tlsFilesOf = (settings: { readonly cert: string | undefined; readonly key: string | undefined }): TlsFiles | undefined =>
+  settings.cert === undefined || settings.key === undefined ? undefined : { cert: settings.cert, key: settings.key }
+
 /** A pair that cannot be used: the setting at fault and why. */
 export interface TlsProblem {
   readonly field: "cert" | "key"
