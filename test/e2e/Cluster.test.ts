@@ -30,8 +30,13 @@ const COLD_START = '{"error":"registry cold start, retry"}'
 const NO_BACKENDS = '{"error":"no live backends for namespace"}'
 const UNKNOWN_NAMESPACE = '{"error":"unknown namespace"}'
 
-/** The shard-loss Pinboard's lease: two leases of outage stay short; long enough for a busy machine, so it scales. */
-const LEASE_MS = scaled(2000)
+/**
+ * The shard-loss Pinboard's lease: two leases of outage stay short. During the outage every
+ * heartbeat waits for the dead shard's 1 s timeout, so a worker renews every third of a lease
+ * plus a second: 4 s leaves it over a second of slack (2 s left a third of one, and a busy
+ * machine let a live shard's lease lapse). It scales with the rest.
+ */
+const LEASE_MS = scaled(4000)
 /** How soon a dead shard's buckets answer: the registry's 1 s timeout, and slack for the machine. */
 const PROMPT_MS = 1000 + scaled(500)
 /**
