@@ -160,18 +160,49 @@ export const makeClusterDiagnosis = (target: RedisTarget): (() => Promise<unknow
   }
 }
 
+/** How long after ioredis ends a client by itself it is connected again: its own longest retry delay. */
+const RECONNECT_AFTER_END_MS = 1_000
+
+/**
+ * Connects the client again whenever it ends while still in use. ioredis ends a client for
+ * good when a connection attempt is cut short: with Sentinels, its failover detector stops
+ * the connector on +switch-master, and an attempt that was asking the sentinels for the
+ * master at that moment fails with "Connection is closed" and never retries.
+ */
+const keepConnected = (client: RedisClient): { readonly release: () => void } => {
+  let released = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  client.on("end", () => {
+    if (released) return
+    timer = setTimeout(() => {
+      if (!released) client.connect().catch(() => undefined)
+    }, RECONNECT_AFTER_END_MS)
+  })
+  return {
+    release: () => {
+      released = true
+      clearTimeout(timer)
+      client.disconnect()
+    }
+  }
+}
+
 /** A client with the scripts defined, connected (or reconnecting), disconnected when the scope closes. */
 export const connectRedis = (target: RedisTarget, health?: RedisHealth) =>
-  Effect.acquireRelease(
-    Effect.promise(async (): Promise<RedisClient> => {
-      const client = newClient(target)
-      // ioredis reconnects by itself; a connection's error is why the calls after it fail.
-      client.on("error", (error: unknown) => health?.connectionFailed(error))
-      client.on("node error", (error: unknown, node: unknown) => health?.connectionFailed(error, typeof node === "string" ? node : undefined))
-      client.on("ready", () => health?.connected())
-      defineScripts(client)
-      await firstConnect(client)
-      return client
-    }),
-    (client) => Effect.sync(() => client.disconnect())
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.promise(async () => {
+        const client = newClient(target)
+        // ioredis reconnects by itself; a connection's error is why the calls after it fail.
+        client.on("error", (error: unknown) => health?.connectionFailed(error))
+        client.on("node error", (error: unknown, node: unknown) => health?.connectionFailed(error, typeof node === "string" ? node : undefined))
+        client.on("ready", () => health?.connected())
+        const kept = keepConnected(client)
+        defineScripts(client)
+        await firstConnect(client)
+        return { client, kept }
+      }),
+      ({ kept }) => Effect.sync(kept.release)
+    ),
+    ({ client }): RedisClient => client
   )

@@ -76,6 +76,8 @@ describe("Redis with Sentinel", () => {
     const unexpected: Array<unknown> = []
     let unavailable = 0
     const served = new Set<string>()
+    const killedAt = performance.now()
+    let promotedAfterMs: number | undefined
     await poll(
       async () => {
         for (const id of ids) {
@@ -87,13 +89,15 @@ describe("Redis with Sentinel", () => {
             served.delete(id)
           } else unexpected.push({ id, status: now.status, text: now.text, worker: now.worker, epoch: now.epoch, was: [was.worker, was.epoch] })
         }
-        return set.currentMasterPort() === set.replicaPort && served.size === ids.length
+        if (promotedAfterMs === undefined && set.currentMasterPort() === set.replicaPort) promotedAfterMs = Math.round(performance.now() - killedAt)
+        return promotedAfterMs !== undefined && served.size === ids.length
       },
       // An election that splits is tried again after twice failover-timeout: room for two of them.
       { timeoutMs: 60_000, everyMs: 100, reason: "the failover, then every id served by its owner at its epoch" }
     ).catch((error: Error) => {
-      const seen = { master: set.currentMasterPort(), replica: set.replicaPort, served: served.size, of: ids.length, unavailable, unexpected }
-      throw new Error(`${error.message}; seen: ${JSON.stringify(seen)}`)
+      const seen = { master: set.currentMasterPort(), replica: set.replicaPort, promotedAfterMs, served: served.size, of: ids.length, unavailable, unexpected }
+      const log = pinboard.process.lines.filter((line) => !line.includes('"message":"access"')).slice(-30)
+      throw new Error(`${error.message}; seen: ${JSON.stringify(seen)}; pinboard's log:\n${log.join("\n")}`)
     })
     expect(unexpected).toEqual([])
     // The window was seen: requests between the kill and the promotion found no master.

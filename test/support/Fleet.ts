@@ -24,6 +24,13 @@ export const TOKEN = "e2e-deployment-token"
 export const LEASE_MS = scaled(2000)
 export const BUCKETS = 16
 
+/**
+ * How long a Pinboard or worker process may take to be ready once spawned. Nominal start-up is
+ * under a second; CI runs three test files at once on two cores, and a process started among
+ * a dozen others has been seen silent for 15 s.
+ */
+export const PROCESS_START_MS = 30_000
+
 let counter = 0
 /** A fresh id (or key) per use, so tests sharing a fleet never share a placement. */
 export const uid = (label = "id"): string => `${label}-${++counter}-${randomBytes(3).toString("hex")}`
@@ -147,7 +154,7 @@ export class Fleet {
           () => false
         )
       },
-      { timeoutMs: 15_000, reason: `pinboard's /healthz on ${url}` }
+      { timeoutMs: PROCESS_START_MS, reason: `pinboard's /healthz on ${url}` }
     ).catch((error: Error) => {
       throw new Error(`${error.message}; its output:\n${child.lines.join("\n")}`)
     })
@@ -169,7 +176,7 @@ export class Fleet {
     if (options.epoch !== undefined) args.push("--epoch", options.epoch)
     const child = spawnProcess(process.execPath, args)
     this.stops.push(() => child.kill())
-    const ready = await child.waitForLine(new RegExp(`^worker ${options.id} ready on (\\d+)$`), 15_000)
+    const ready = await child.waitForLine(new RegExp(`^worker ${options.id} ready on (\\d+)$`), PROCESS_START_MS)
     const port = Number(ready[1])
     return { id: options.id, port, advertiseUrl: `http://127.0.0.1:${port}${options.prefix ?? ""}`, pid: child.pid, process: child }
   }

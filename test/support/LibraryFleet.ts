@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"
-import { eventually, Fleet, registryCall, TOKEN, uid, waitForColdStart, type Pinboard } from "./Fleet.js"
+import { eventually, Fleet, PROCESS_START_MS, registryCall, TOKEN, uid, waitForColdStart, type Pinboard } from "./Fleet.js"
 import { spawnProcess, type Spawned } from "./Processes.js"
 import type { RedisCluster } from "./RedisCluster.js"
 import type { RedisServer } from "./RedisServer.js"
@@ -229,7 +229,7 @@ export class LibraryFleet {
     if (options.otlpEndpoint !== undefined) args.push("--otlp-endpoint", options.otlpEndpoint)
     const child = spawnProcess(process.execPath, args)
     this.stops.push(() => child.kill())
-    const ready = await child.waitForLine(new RegExp(`^worker ${id} ready on (\\d+)$`), 15_000)
+    const ready = await child.waitForLine(new RegExp(`^worker ${id} ready on (\\d+)$`), PROCESS_START_MS)
     await eventually(async () => {
       if ((await this.listed(id)) === undefined) throw new Error(`worker ${id} is not registered yet:\n${child.lines.join("\n")}`)
     }, 10_000)

@@ -2,7 +2,7 @@
 // again where its balancer expects it (a rolling restart). Its registry API has its own listener
 // (PINBOARD_REGISTRY_PORT). Fleet.ts's Pinboard picks its own port on every start.
 import { existsSync } from "node:fs"
-import { BUCKETS, TOKEN, type Pinboard } from "./Fleet.js"
+import { BUCKETS, PROCESS_START_MS, TOKEN, type Pinboard } from "./Fleet.js"
 import { freePort, spawnProcess } from "./Processes.js"
 import { poll, scaled } from "./Time.js"
 
@@ -69,7 +69,7 @@ export const startReplica = async (spec: ReplicaSpec): Promise<Replica> => {
       if (child.exit !== undefined) throw new Error(`pinboard exited during start-up (${JSON.stringify(child.exit)})`)
       return (await readiness(replica)) === 200
     },
-    { timeoutMs: 15_000, reason: `pinboard's /readyz on ${replica.url}` }
+    { timeoutMs: PROCESS_START_MS, reason: `pinboard's /readyz on ${replica.url}` }
   ).catch(async (error: Error) => {
     await child.kill()
     throw new Error(`${error.message}; its output:\n${child.lines.join("\n")}`)
