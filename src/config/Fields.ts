@@ -41,6 +41,8 @@ export const LeaseMs = integer(1000, MAX_TIMER_MS)
 export const PositiveMs = integer(1, MAX_TIMER_MS, `a positive integer of milliseconds (at most ${MAX_TIMER_MS})`)
 export const NonNegativeMs = integer(0, MAX_TIMER_MS, `an integer of milliseconds from 0 to ${MAX_TIMER_MS}`)
 export const PositiveInt = integer(1, Number.MAX_SAFE_INTEGER, "a positive integer")
+/** An HTTP/2 SETTINGS value or a count under one: a 31-bit positive integer (RFC 9113 6.5.2). */
+export const Http2Limit = integer(1, 2 ** 31 - 1, `a positive integer (at most ${2 ** 31 - 1})`)
 export const BalanceFactor = Schema.Number.pipe(
   Schema.filter((n) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
 )

@@ -4,7 +4,7 @@
 import { Option, Schema } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
-  AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
+  AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, Http2Limit, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
   NonNegativeMs, PositiveInt, PositiveMs, ProxyAddress, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
@@ -41,6 +41,19 @@ const ConfigFields = Schema.Struct({
   server: section(Schema.Struct({
     keepAliveTimeoutMs: withDefault(PositiveMs, () => 75_000),
     headersTimeoutMs: withDefault(PositiveMs, () => 60_000)
+  })),
+  /**
+   * HTTP/2 on the data-plane listener (docs/deploy.md "HTTP/2"): offered by ALPN over TLS
+   * (`enabled`), with prior knowledge on a plain listener (`h2c`); the limits of each connection.
+   * An idle connection is closed after `server.keepAliveTimeoutMs`, as an HTTP/1.1 one.
+   */
+  http2: section(Schema.Struct({
+    enabled: withDefault(Flag, () => true),
+    h2c: withDefault(Flag, () => false),
+    maxConcurrentStreams: withDefault(Http2Limit, () => 128),
+    maxHeaderListSize: withDefault(Http2Limit, () => 16_384),
+    streamResetBurst: withDefault(Http2Limit, () => 100),
+    streamResetRate: withDefault(Http2Limit, () => 33)
   })),
   token: Token,
   /** One of url, cluster or sentinels (none: the embedded registry); the rest applies to every mode (docs/deploy.md). */
@@ -127,7 +140,7 @@ type ConfigFields = typeof ConfigFields.Type
 
 /** Rules that span fields; each issue points at the field to fix. */
 const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
-  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c), ...tlsIssues(c.tls)]
+  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c), ...tlsIssues(c.tls), ...h2cIssues(c)]
   const providerNames = Object.keys(c.providers)
   const seen = new Set<string>()
   c.namespaces?.forEach((rule, i) => {
@@ -168,6 +181,12 @@ const tlsIssues = (t: ConfigFields["tls"]): Array<Schema.FilterIssue> =>
   (t.cert === undefined) === (t.key === undefined)
     ? []
     : [{ path: ["tls", t.cert === undefined ? "cert" : "key"], message: "expected tls.cert (PINBOARD_TLS_CERT) and tls.key (PINBOARD_TLS_KEY) together" }]
+
+/** h2c is HTTP/2 on a plain listener: over TLS, ALPN offers HTTP/2 (`http2.enabled`). */
+const h2cIssues = (c: ConfigFields): Array<Schema.FilterIssue> =>
+  c.http2.h2c && c.tls.cert !== undefined
+    ? [{ path: ["http2", "h2c"], message: "expected no h2c (PINBOARD_H2C) with tls.cert: over TLS, HTTP/2 is offered by ALPN (PINBOARD_HTTP2)" }]
+    : []
 
 /** The Redis section's rules: one mode, and no setting that its mode or TLS leaves unused. */
 const redisIssues = (r: ConfigFields["redis"]): Array<Schema.FilterIssue> => {

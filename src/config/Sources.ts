@@ -40,6 +40,29 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   },
   { name: "PINBOARD_HEADERS_TIMEOUT_MS", path: ["server", "headersTimeoutMs"], kind: "number", summary: "a request's headers must arrive whole within this" },
   {
+    name: "PINBOARD_HTTP2",
+    path: ["http2", "enabled"],
+    kind: "boolean",
+    expected: "expected 1, 0, true or false",
+    summary: "with TLS, ALPN offers HTTP/2 beside HTTP/1.1 (1, the default, or 0)"
+  },
+  {
+    name: "PINBOARD_H2C",
+    path: ["http2", "h2c"],
+    kind: "boolean",
+    expected: "expected 1, 0, true or false",
+    summary: "without TLS, a connection that opens with the HTTP/2 preface speaks HTTP/2 (1 or 0)"
+  },
+  { name: "PINBOARD_HTTP2_MAX_CONCURRENT_STREAMS", path: ["http2", "maxConcurrentStreams"], kind: "number", summary: "streams one HTTP/2 connection may have open at once" },
+  { name: "PINBOARD_HTTP2_MAX_HEADER_LIST_SIZE", path: ["http2", "maxHeaderListSize"], kind: "number", summary: "bytes of one HTTP/2 request's header list (RFC 9113 6.5.2)" },
+  {
+    name: "PINBOARD_HTTP2_STREAM_RESET_BURST",
+    path: ["http2", "streamResetBurst"],
+    kind: "number",
+    summary: "streams an HTTP/2 client may cancel before their answer, at once, before its connection is closed"
+  },
+  { name: "PINBOARD_HTTP2_STREAM_RESET_RATE", path: ["http2", "streamResetRate"], kind: "number", summary: "and per second after that burst" },
+  {
     name: "PINBOARD_DRAIN_DELAY_MS",
     path: ["shutdown", "drainDelayMs"],
     kind: "number",

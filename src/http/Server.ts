@@ -1,5 +1,6 @@
 // The node:http servers: the data plane (probes, the registry API, instance requests and
-// upgrades; over TLS with `tls.cert` and `tls.key`) and, with `registry.port`, the registry
+// upgrades; over TLS with `tls.cert` and `tls.key`; HTTP/2 by ALPN there, or h2c on a plain
+// listener, each stream served as an HTTP/1.1 request) and, with `registry.port`, the registry
 // API's own listener (probes and `/registry/*`, then absent from the data plane); graceful
 // shutdown (docs/proxy.md).
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -25,8 +26,11 @@ import { makeRequestScheduler } from "./RequestScheduler.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
 import { acceptProxyProtocol } from "../serving/ProxyProtocol.js"
+import { handOffByAlpn, handOffByPreface } from "../serving/Http2Handoff.js"
+import { makeHttp2Connections, type Http2Connections } from "../serving/Http2Server.js"
 import { listenerTlsOptions, loadTlsPair, reloadTlsOnChange, tlsFilesOf, type TlsFiles } from "../serving/Tls.js"
 import { createServer, createTlsServer, delayUnless, nextStopSignal, type ServerTimeouts } from "./Listener.js"
+import { asHttp1Exchange } from "./Http2Request.js"
 import { healthz, readyz } from "./Probes.js"
 import { handleRegistry } from "./RegistryApi.js"
 import { isReadMethod, writeJson, writeReply } from "./Reply.js"
@@ -138,7 +142,35 @@ const serve = Effect.gen(function* () {
   // The data plane speaks TLS with tls.cert and tls.key (the registry's own listener never does).
   const tls = tlsFilesOf(config.tls)
   const dataPlane = tracked(handlerFor(!registryApart, true))
-  const server = tls === undefined ? createServer(config.server, dataPlane) : yield* tlsServer(config.server, dataPlane, tls, run)
+  const http2 = tls === undefined ? config.http2.h2c : config.http2.enabled
+  const server = tls === undefined ? createServer(config.server, dataPlane) : yield* tlsServer(config.server, dataPlane, tls, http2, run)
+  // HTTP/2 streams are served as the HTTP/1.1 requests they map to; CONNECT is refused as on HTTP/1.1.
+  const h2: Http2Connections | undefined = http2
+    ? makeHttp2Connections(
+        { ...config.http2, idleTimeoutMs: config.server.keepAliveTimeoutMs },
+        (stream, answer) => {
+          const { req, res } = asHttp1Exchange(stream, answer)
+          dataPlane(req, res)
+        },
+        (stream, answer) => {
+          const { req, res } = asHttp1Exchange(stream, answer)
+          writeReply(req, res, new ConnectNotImplemented().reply)
+        },
+        {
+          draining: () => shuttingDown,
+          resetFlood: (peer) =>
+            run(
+              Effect.logWarning("http2 connection closed: too many streams cancelled before their answer").pipe(
+                Effect.annotateLogs({ peer, burst: config.http2.streamResetBurst, rate: config.http2.streamResetRate })
+              )
+            )
+        }
+      )
+    : undefined
+  if (h2 !== undefined) {
+    if (tls === undefined) handOffByPreface(server, h2.accept, { timeoutMs: config.server.headersTimeoutMs })
+    else handOffByAlpn(server as https.Server, h2.accept)
+  }
   if (config.proxyProtocol) acceptProxyProtocol(server, { timeoutMs: config.server.headersTimeoutMs })
   // Every WebSocket upgrade is an instance request, `/healthz` and `/registry/*` included (seed
   // "WebSockets"); any other offer is served as the ordinary request it also is.
@@ -180,8 +212,10 @@ const serve = Effect.gen(function* () {
       }
       yield* Effect.logInfo("pinboard draining").pipe(Effect.annotateLogs({ grace_ms: graceMs, tunnels: tunnels.size }))
       const servers = registryServer === undefined ? [server] : [server, registryServer]
+      h2?.closeAll()
       yield* inFlight.drain(servers, graceMs)
       for (const each of servers) each.closeAllConnections()
+      h2?.destroyAll()
       for (const tunnel of tunnels) tunnel.destroy()
     })
   )
@@ -196,6 +230,7 @@ const tlsServer = (
   timeouts: ServerTimeouts,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   files: TlsFiles,
+  http2: boolean,
   run: (effect: Effect.Effect<void>) => unknown
 ): Effect.Effect<https.Server, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -204,7 +239,7 @@ const tlsServer = (
       onLeft: (problem) => Effect.dieMessage(`tls.${problem.field}: ${problem.message}`),
       onRight: Effect.succeed
     })
-    const server = createTlsServer(timeouts, handler, listenerTlsOptions(pair))
+    const server = createTlsServer(timeouts, handler, listenerTlsOptions(pair, http2))
     yield* Effect.acquireRelease(
       Effect.sync(() =>
         reloadTlsOnChange(files, (renewed) => server.setSecureContext(renewed), {

@@ -24,8 +24,11 @@ export interface TlsProblem {
 /** What every pair's context has: TLS 1.2 or later, with Node's default ciphers. */
 const CONTEXT_SETTINGS = { minVersion: "TLSv1.2" } as const satisfies SecureContextOptions
 
-/** The listener's options for a loaded pair: the pair, and HTTP/1.1 offered by ALPN. */
-export const listenerTlsOptions = (pair: SecureContextOptions): TlsOptions => ({ ...pair, ALPNProtocols: ["http/1.1"] })
+/** The listener's options for a loaded pair: the pair, and what ALPN offers (HTTP/2 first where it is on). */
+export const listenerTlsOptions = (pair: SecureContextOptions, http2: boolean): TlsOptions => ({
+  ...pair,
+  ALPNProtocols: http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+})
 
 const pem = (field: TlsProblem["field"], path: string): Either.Either<string, TlsProblem> => {
   try {

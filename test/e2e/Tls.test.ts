@@ -3,36 +3,24 @@
 // clients (curl, node:tls). Renewed files are taken on SIGHUP and when they change, for new
 // connections only; a pair that does not load is refused and the one in use kept; a bad pair
 // at start exits 2 naming the variable.
-import { execFile, execFileSync } from "node:child_process"
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { execFile } from "node:child_process"
+import { copyFileSync, existsSync, readFileSync } from "node:fs"
 import https from "node:https"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import tls from "node:tls"
 import { X509Certificate } from "node:crypto"
 import net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import WebSocket from "ws"
 import { Fleet, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import { makeTestCa, type TestCa } from "../support/TestCa.js"
 import { freePort, spawnProcess } from "../support/Processes.js"
 import { poll, within } from "../support/Time.js"
 import { headerValues } from "../support/Wire.js"
 
 const NS = "/threads"
 const MAIN = new URL("../../dist/main.js", import.meta.url).pathname
-const dir = mkdtempSync(join(tmpdir(), "pinboard-tls-"))
-const file = (name: string) => join(dir, name)
-const openssl = (...args: Array<string>) => execFileSync("openssl", args, { stdio: "pipe" })
-
-/** A test CA, and two certificates it signed for localhost and 127.0.0.1 ("a" and "b"), each with its key. */
-const makeCertificates = () => {
-  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file("ca.key"), "-out", file("ca.pem"), "-days", "2", "-subj", "/CN=Pinboard test CA")
-  writeFileSync(file("san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-  for (const [name, serial] of [["a", "1001"], ["b", "1002"]] as const) {
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", file(`${name}.key`), "-out", file(`${name}.csr`), "-subj", "/CN=localhost")
-    openssl("x509", "-req", "-in", file(`${name}.csr`), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-set_serial", serial, "-days", "2", "-extfile", file("san.ext"), "-out", file(`${name}.pem`))
-  }
-}
+let ca: TestCa
+const file = (name: string) => ca.file(name)
 
 const serialOf = (name: "a" | "b") => new X509Certificate(readFileSync(file(`${name}.pem`))).serialNumber
 
@@ -85,7 +73,7 @@ let fleet: Fleet
 let pinboard: Pinboard
 
 beforeAll(async () => {
-  makeCertificates()
+  ca = makeTestCa(["a", "b"])
   install("a", "a")
   fleet = new Fleet()
   // The probes and the workers use the registry's own listener, which stays plain HTTP.
@@ -96,15 +84,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await fleet?.stop()
-  rmSync(dir, { recursive: true, force: true })
+  ca?.remove()
 })
 
 describe("TLS on the data plane", () => {
-  it("curl with the test CA gets the worker's answer over HTTPS/1.1", async () => {
+  it("curl with the test CA gets the worker's answer over HTTPS/1.1 (HTTP/2 off by --http1.1)", async () => {
     const out = await new Promise<string>((resolve, reject) =>
       execFile(
         "curl",
-        ["-sS", "--cacert", file("ca.pem"), "-w", "\n%{http_code} %{http_version} %{ssl_verify_result}", `https://localhost:${pinboard.port}${NS}/${uid("t")}/echo`],
+        ["-sS", "--http1.1", "--cacert", file("ca.pem"), "-w", "\n%{http_code} %{http_version} %{ssl_verify_result}", `https://localhost:${pinboard.port}${NS}/${uid("t")}/echo`],
         (error, stdout) => (error === null ? resolve(stdout) : reject(error))
       )
     )
