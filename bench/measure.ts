@@ -44,7 +44,7 @@ export interface Measured<R extends LoadResult = LoadResult> {
   readonly cpu: CpuShares
 }
 
-interface Reading {
+export interface Reading {
   readonly proxy: number
   readonly worker: number
   readonly redis: number
@@ -56,7 +56,7 @@ interface Reading {
 }
 
 const total = (pids: ReadonlyArray<number>) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0)
-const reading = (watched: Watched): Reading => ({
+export const reading = (watched: Watched): Reading => ({
   every: everyCpuSeconds(),
   proxy: total(watched.proxy),
   worker: cpuSeconds(watched.worker),
@@ -81,7 +81,7 @@ const busiestOf = (watched: Watched, before: Reading, after: Reading, exclude: R
  * The shares over `seconds`, the load generator (`loadPids`) having used `loadCpu` seconds
  * between the readings.
  */
-const sharesOf = (watched: Watched, before: Reading, after: Reading, loadCpu: number, loadPids: ReadonlyArray<number>, seconds: number): CpuShares => {
+export const sharesOf = (watched: Watched, before: Reading, after: Reading, loadCpu: number, loadPids: ReadonlyArray<number>, seconds: number): CpuShares => {
   const delta = (role: "proxy" | "worker" | "redis" | "machine" | "own") => after[role] - before[role]
   const known = delta("proxy") + delta("worker") + delta("redis") + loadCpu + delta("own")
   return {
@@ -96,7 +96,7 @@ const sharesOf = (watched: Watched, before: Reading, after: Reading, loadCpu: nu
   }
 }
 
-const checkAlive = (alive: ReadonlyArray<Proc>) => {
+export const checkAlive = (alive: ReadonlyArray<Proc>) => {
   for (const proc of alive) {
     if (!proc.alive()) throw new Error(`${proc.name} exited; output:\n${proc.lines.join("\n")}`)
   }

@@ -43,6 +43,7 @@ const DEFAULTS = {
   proxyProtocol: false,
   tls: { cert: undefined, key: undefined },
   server: { keepAliveTimeoutMs: 75000, headersTimeoutMs: 60000 },
+  http2: { enabled: true, h2c: false, maxConcurrentStreams: 128, maxHeaderListSize: 16384, streamResetBurst: 100, streamResetRate: 33 },
   token: "deployment-secret",
   redis: { url: undefined, cluster: undefined, sentinels: undefined, sentinelMaster: undefined, prefix: "pb", username: undefined, password: undefined, passwordFile: undefined, sentinelUsername: undefined, sentinelPassword: undefined, tls: false, tlsCa: undefined, tlsCert: undefined, tlsKey: undefined, tlsServername: undefined },
   registry: { maxClockOffsetMs: 1000, port: undefined, host: undefined },
@@ -373,12 +374,15 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "bad caller", file: { namespaces: [{ namespace: "/t", auth: "none", callers: ["rooms"] }] }, message: `namespaces[0].callers[0]: expected "*" or a namespace like "/threads", got "rooms"` },
     { name: "two rules for one namespace", file: { namespaces: [{ namespace: "/t", auth: "none" }, { namespace: "/t", auth: "none" }] }, message: `namespaces[1].namespace: expected a namespace no earlier rule names, got "/t"` },
     { name: "credential naming header and cookie", file: { namespaces: [{ namespace: "/t", auth: "none", credential: { header: "x", cookie: "y" } }] }, message: `namespaces[0].credential: expected {"header": <name>} or {"cookie": <name>}` },
-    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option; did you mean leaseMs? (expected one of: port, host, trustedProxies, proxyProtocol, tls, server, token, redis, registry, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
+    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option; did you mean leaseMs? (expected one of: port, host, trustedProxies, proxyProtocol, tls, server, http2, token, redis, registry, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
     { name: "a trusted proxy that is no address", env: { PINBOARD_TRUSTED_PROXIES: "10.0.0.0/8, lb.internal" }, message: `PINBOARD_TRUSTED_PROXIES: expected a comma-separated list of IP addresses and CIDR ranges, got "10.0.0.0/8, lb.internal"` },
     { name: "a CIDR prefix past the family's", file: { trustedProxies: ["10.0.0.0/33"] }, message: `trustedProxies[0]: expected an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got "10.0.0.0/33"` },
     { name: "trusted proxies not a list in the file", file: { trustedProxies: "10.0.0.1" }, message: `trustedProxies: expected a list of IP addresses and CIDR ranges, got "10.0.0.1"` },
     { name: "PROXY protocol not a flag", env: { PINBOARD_PROXY_PROTOCOL: "yes" }, message: `PINBOARD_PROXY_PROTOCOL: expected 1, 0, true or false, got "yes"` },
     { name: "a keep-alive timeout of 0", env: { PINBOARD_KEEPALIVE_TIMEOUT_MS: "0" }, message: `PINBOARD_KEEPALIVE_TIMEOUT_MS: expected a positive integer of milliseconds (at most 2147483647), got "0"` },
+    { name: "h2c with TLS", env: { PINBOARD_H2C: "1", PINBOARD_TLS_CERT: "/etc/pinboard/tls.crt", PINBOARD_TLS_KEY: "/etc/pinboard/tls.key" }, message: `PINBOARD_TLS_CERT: expected no http2.h2c (PINBOARD_H2C) with it: over TLS, ALPN offers HTTP/2 (PINBOARD_HTTP2), got "/etc/pinboard/tls.crt"` },
+    { name: "no concurrent HTTP/2 stream", env: { PINBOARD_HTTP2_MAX_CONCURRENT_STREAMS: "0" }, message: `PINBOARD_HTTP2_MAX_CONCURRENT_STREAMS: expected a positive integer (at most 2147483647), got "0"` },
+    { name: "a header list size past 31 bits", file: { http2: { maxHeaderListSize: 2 ** 31 } }, message: "http2.maxHeaderListSize: expected a positive integer (at most 2147483647), got 2147483648" },
     { name: "a negative drain delay", env: { PINBOARD_DRAIN_DELAY_MS: "-1" }, message: `PINBOARD_DRAIN_DELAY_MS: expected an integer of milliseconds from 0 to 2147483647, got "-1"` },
     { name: "the registry API on the data port", env: { PINBOARD_PORT: "9000", PINBOARD_REGISTRY_PORT: "9000" }, message: `PINBOARD_REGISTRY_PORT: expected a port other than the data plane's (9000), got "9000"` },
     { name: "the registry API on the metrics port", file: { metrics: { port: 9100 }, registry: { port: 9100 } }, message: "registry.port: expected a port other than the metrics listener's (9100), got 9100" },
@@ -415,6 +419,20 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
       expect(config.server).toStrictEqual({ keepAliveTimeoutMs: 65000, headersTimeoutMs: 20000 })
       expect(config.shutdown).toStrictEqual({ drainDelayMs: 5000, graceMs: 10000 })
       expect(config.registry).toStrictEqual({ maxClockOffsetMs: 1000, port: 8081, host: "10.1.2.3" })
+    }))
+
+  it.effect("the HTTP/2 settings", () =>
+    Effect.gen(function*() {
+      const config = yield* load({
+        ...TOKEN,
+        PINBOARD_HTTP2: "0",
+        PINBOARD_H2C: "1",
+        PINBOARD_HTTP2_MAX_CONCURRENT_STREAMS: "7",
+        PINBOARD_HTTP2_MAX_HEADER_LIST_SIZE: "8192",
+        PINBOARD_HTTP2_STREAM_RESET_BURST: "10",
+        PINBOARD_HTTP2_STREAM_RESET_RATE: "2"
+      })
+      expect(config.http2).toStrictEqual({ enabled: false, h2c: true, maxConcurrentStreams: 7, maxHeaderListSize: 8192, streamResetBurst: 10, streamResetRate: 2 })
     }))
 
   it.effect("every mistyped variable is named, before the file is read", () =>

@@ -185,7 +185,7 @@ const tlsIssues = (t: ConfigFields["tls"]): Array<Schema.FilterIssue> =>
 /** h2c is HTTP/2 on a plain listener: over TLS, ALPN offers HTTP/2 (`http2.enabled`). */
 const h2cIssues = (c: ConfigFields): Array<Schema.FilterIssue> =>
   c.http2.h2c && c.tls.cert !== undefined
-    ? [{ path: ["http2", "h2c"], message: "expected no h2c (PINBOARD_H2C) with tls.cert: over TLS, HTTP/2 is offered by ALPN (PINBOARD_HTTP2)" }]
+    ? [{ path: ["tls", "cert"], message: "expected no http2.h2c (PINBOARD_H2C) with it: over TLS, ALPN offers HTTP/2 (PINBOARD_HTTP2)" }]
     : []
 
 /** The Redis section's rules: one mode, and no setting that its mode or TLS leaves unused. */
