@@ -4,7 +4,7 @@
 // and GOAWAY on drain.
 import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import http2, { type ClientHttp2Session } from "node:http2"
-import net, { type AddressInfo } from "node:net"
+import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { asHttp1Exchange } from "../../src/http/Http2Request.js"
 import { handOffByPreface, prefaceOf } from "../../src/serving/Http2Handoff.js"
