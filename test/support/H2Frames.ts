@@ -368,6 +368,7 @@ export const connectH2 = (port: number, options: ConnectOptions = {}): Promise<H
     }
     const failed = (error: Error) => {
       clearTimeout(timer)
+      socket.destroy()
       reject(error)
     }
     const socket: net.Socket =
