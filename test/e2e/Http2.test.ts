@@ -144,6 +144,14 @@ describe("every answer per stream as per HTTP/1.1 request", () => {
     expect(two.headers["pinboard-epoch"]).toBe(one.headers["pinboard-epoch"])
   })
 
+  it("the worker's connection-specific fields do not reach an HTTP/2 client (RFC 9113 8.2.2)", async () => {
+    const fields = ["Keep-Alive:timeout=5", "Connection:x-drop", "X-Drop:1", "Proxy-Connection:keep-alive", "X-Kept:yes"]
+    const answer = await h2(`${NS}/${id}/headers?${fields.map((field) => `h=${encodeURIComponent(field)}`).join("&")}`)
+    expect(answer.status).toBe(200)
+    expect(answer.headers["x-kept"]).toBe("yes")
+    for (const name of ["keep-alive", "connection", "x-drop", "proxy-connection"]) expect(answer.headers[name]).toBeUndefined()
+  })
+
   it("a request whose Host differs from its :authority: 400, as two Hosts", async () => {
     const answer = await h2(`${NS}/${id}/echo`, { headers: { ":authority": `127.0.0.1:${pinboard.port}`, host: "elsewhere.example" } })
     const twoHosts = await request(pinboard, `${NS}/${id}/echo`, { headers: [["Host", "a.example"], ["Host", "b.example"]] as unknown as Record<string, string> })
