@@ -106,6 +106,8 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
         const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
         const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
           span.attribute("http.request.method", req.method ?? "GET")
+          // OpenTelemetry's spelling: "1.1", or "2" for a stream of an HTTP/2 connection.
+          span.attribute("network.protocol.version", req.httpVersionMajor === 2 ? "2" : req.httpVersion)
           return Effect.withParentSpan(answer({ end: (facts, own, status, client) => end(span, facts, own, status, client) }), span)
         })
         if (caller !== undefined || sampleRatio === 1) return traced

@@ -277,6 +277,7 @@ describe("observed per stream", () => {
       const spans = receiver.spans().filter((span) => span.traceId === traceId && span.service === "pinboard" && span.kind === 2)
       expect(spans).toHaveLength(1)
       expect(spans[0]!.attributes["http.request.method"]).toBe("GET")
+      expect(spans[0]!.attributes["network.protocol.version"]).toBe("2")
     }, 10_000)
   })
 })

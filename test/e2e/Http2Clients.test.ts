@@ -1,10 +1,10 @@
-// HTTP/2 on the data-plane listener with real clients (docs/deploy.md "TLS", commit "HTTP/2"):
+// HTTP/2 on the data-plane listener with real clients (docs/deploy.md "HTTP/2" and "TLS"):
 // the built Pinboard over TLS (ALPN h2, certificates of the openssl test CA) and plain with
 // PINBOARD_H2C=1 (prior knowledge), each with a fixture worker. Every stream is served as the
 // HTTP/1.1 request it maps to and forwarded over HTTP/1.1.
 //
 // - curl --http2 (TLS) and --http2-prior-knowledge (h2c): version 2, the worker's echo, no
-//   pseudo-header at the worker, a 200 KiB body whole.
+//   pseudo-header at the worker, a 200 KiB body whole; PINBOARD_HTTP2=0 leaves ALPN HTTP/1.1 alone.
 // - h2load (Debian nghttp2-client) over TLS and h2c: every request 2xx.
 // - Go's net/http (Debian golang-go, test/fixtures/h2client.go) and, where `java` is on the
 //   PATH, Java's HttpClient over TLS: HTTP/2, bodies with and without a length.
@@ -535,11 +535,12 @@ describe("frame by frame", () => {
     }
   })
 
-  // Known bug (see the report of this file's author): once the client has acknowledged the
-  // SETTINGS, node:http2 (nghttp2) treats a stream over the limit as a connection error: every
-  // open stream is reset with INTERNAL_ERROR and the connection gets GOAWAY INTERNAL_ERROR.
-  // RFC 9113 5.1.2: a stream error of type PROTOCOL_ERROR or REFUSED_STREAM. Drop `.fails` once
-  // Pinboard refuses only the extra stream.
+  // A known bug, kept failing on purpose: once the client has acknowledged the SETTINGS, a
+  // stream over the limit is a connection error in node:http2 (its nghttp2 checks the
+  // acknowledged limit before Pinboard sees the stream): every open stream is reset with
+  // INTERNAL_ERROR and the connection gets GOAWAY INTERNAL_ERROR. RFC 9113 5.1.2 and
+  // docs/deploy.md "HTTP/2" say the extra stream alone is refused (REFUSED_STREAM). Drop
+  // `.fails` once Pinboard refuses only the extra stream.
   it.fails("a stream above the limit after the SETTINGS ACK is refused alone (RFC 9113 5.1.2); the open streams go on", async () => {
     const connection = await connect(h2cPinboard.port)
     await handshake(connection)

@@ -87,6 +87,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     expect(requestSpan.attributes).toEqual({
       "client.address": "127.0.0.1",
       "http.request.method": "GET",
+      "network.protocol.version": "1.1",
       "pinboard.namespace": LIBRARY_NS,
       "pinboard.id": id,
       "pinboard.worker": library.id,
@@ -210,6 +211,7 @@ describe("traces with PINBOARD_OTLP_ENDPOINT set", () => {
     expect(requestSpan.attributes).toEqual({
       "client.address": "127.0.0.1",
       "http.request.method": "GET",
+      "network.protocol.version": "1.1",
       "pinboard.namespace": namespace,
       "pinboard.id": "x1",
       "pinboard.error": "UnknownNamespace",
