@@ -127,14 +127,21 @@ const parseV2 = (received: Buffer): ProxyHeaderParse => {
 
 // The listener ---------------------------------------------------------------------------------
 
-const peers = new WeakMap<Socket, string>()
+/**
+ * The header's source, kept on the socket itself: an HTTP/2 request's `socket` is node:http2's
+ * proxy of the connection's socket, which passes such a property through (a WeakMap keyed by
+ * the socket would not know the proxy).
+ */
+const PEER = Symbol("pinboard.proxiedPeer")
+type MarkedSocket = Socket & { [PEER]?: string; readonly _parent?: MarkedSocket | null }
+
 const accepting = new WeakSet<Server>()
 
 /** The client's address a PROXY header gave for this socket, or undefined (no header read, or LOCAL/UNKNOWN). */
 export const proxiedPeer = (socket: Socket): string | undefined => {
   // Over TLS the request's socket is the TLSSocket, made on top of the TCP socket the header came on.
-  const tcp = (socket as Socket & { readonly _parent?: Socket })._parent
-  return peers.get(socket) ?? (tcp === undefined ? undefined : peers.get(tcp))
+  const marked = socket as MarkedSocket
+  return marked[PEER] ?? marked._parent?.[PEER]
 }
 
 type ConnectionListener = (this: Server, socket: Socket) => void
@@ -184,7 +191,7 @@ const readHeader = (socket: Socket, timeoutMs: number, handOver: () => void): vo
     // buffer for the server's own 'data' listener.
     socket.pause()
     if (received.length > header.length) socket.unshift(received.subarray(header.length))
-    if (header.source !== undefined) peers.set(socket, header.source)
+    if (header.source !== undefined) (socket as MarkedSocket)[PEER] = header.source
     handOver()
     // node:http reads the socket's handle itself, in C++, and parses what waits in the stream's
     // buffer only as the stream emits it: resumed, the bytes given back go first (emitted before

@@ -8,6 +8,7 @@
 import { createHash, randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import http2, { type ClientHttp2Session } from "node:http2"
+import net from "node:net"
 import tls from "node:tls"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Fleet, TOKEN, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
@@ -360,6 +361,43 @@ describe("the limits, from their settings", () => {
     expect(await goaway).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
     await eventually(() => expect(limited.process.lines.some((line) => line.includes("too many streams cancelled before their answer"))).toBe(true))
     expect((await request(limited, "/healthz")).status).toBe(200)
+  })
+})
+
+describe("h2c behind a PROXY protocol balancer", () => {
+  it("the header comes first, then the preface: the worker and the access log get the header's client", async () => {
+    // The workers register on the registry's own listener: every connection to the data port must open with a PROXY header.
+    const proxied = await fleet.pinboard({ registryPort: true, env: { PINBOARD_H2C: "1", PINBOARD_PROXY_PROTOCOL: "1", PINBOARD_ACCESS_LOG: "1" } })
+    await fleet.worker(proxied, { id: uid("px"), namespaces: [NS] })
+    const viaProxy = (): Promise<ClientHttp2Session> =>
+      h2Connect(proxied.url, {
+        createConnection: () => {
+          const socket = net.connect(proxied.port, "127.0.0.1")
+          socket.write("PROXY TCP4 203.0.113.9 127.0.0.1 40000 80\r\n")
+          return socket
+        }
+      })
+    await waitForColdStart(proxied, NS, undefined, async (path) => {
+      const connection = await viaProxy()
+      try {
+        return await h2Request(connection, path)
+      } finally {
+        connection.close()
+      }
+    })
+    const connection = await viaProxy()
+    try {
+      const id = uid("px")
+      const answer = await h2Request(connection, `${NS}/${id}/echo`)
+      expect(answer.status).toBe(200)
+      expect((JSON.parse(answer.text) as Echo).headers["x-forwarded-for"]).toBe("203.0.113.9")
+      await eventually(() => {
+        const line = proxied.process.lines.find((text) => text.includes('"message":"access"') && text.includes(`/${id}/`))
+        expect(JSON.parse(line!)).toMatchObject({ client: "203.0.113.9" })
+      })
+    } finally {
+      connection.close()
+    }
   })
 })
 
