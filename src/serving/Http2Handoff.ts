@@ -5,18 +5,11 @@
 import type { Server as HttpServer } from "node:http"
 import type { Socket } from "node:net"
 import type { Server as TlsServer, TLSSocket } from "node:tls"
-
-type ConnectionListener = (this: unknown, socket: Socket) => void
+import { handOnWith, readOpening, takeConnections } from "./ConnectionTakeover.js"
 
 /** Sends `h2` connections of a TLS listener (node:https) to `http2`, the rest to its own listeners. */
-export const handOffByAlpn = (server: TlsServer, http2: (socket: Socket) => void): void => {
-  const http1 = server.rawListeners("secureConnection") as Array<ConnectionListener>
-  server.removeAllListeners("secureConnection")
-  server.on("secureConnection", (socket: TLSSocket) => {
-    if (socket.alpnProtocol === "h2") return http2(socket)
-    for (const listener of http1) listener.call(server, socket)
-  })
-}
+export const handOffByAlpn = (server: TlsServer, http2: (socket: Socket) => void): void =>
+  takeConnections(server, "secureConnection", (socket: TLSSocket, toServer) => (socket.alpnProtocol === "h2" ? http2(socket) : toServer()))
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1")
 
@@ -29,38 +22,20 @@ export const prefaceOf = (received: Buffer): "h2" | "h1" | "more" => {
 
 /**
  * Sends the connections of a plain listener (node:http) that open with the HTTP/2 preface to
- * `http2`, the rest to its own 'connection' listeners, with the bytes read so far given back
- * (unshift). A connection that sends neither within `timeoutMs` is closed. Install it before
- * the PROXY protocol reader, which then runs first.
+ * `http2`, the rest to its own 'connection' listeners, with the bytes read so far given back.
+ * A connection that sends neither within `timeoutMs` is closed. Install it before the PROXY
+ * protocol reader, which then runs first.
  */
-export const handOffByPreface = (server: HttpServer, http2: (socket: Socket) => void, options: { readonly timeoutMs: number }): void => {
-  const http1 = server.rawListeners("connection") as Array<ConnectionListener>
-  server.removeAllListeners("connection")
-  server.on("connection", (socket: Socket) => {
-    let received: Buffer = Buffer.alloc(0)
-    const timer = setTimeout(() => socket.destroy(), options.timeoutMs)
-    const stop = () => {
-      clearTimeout(timer)
-      socket.off("data", onData)
-      socket.off("error", onError)
-    }
-    const onError = () => {
-      stop()
-      socket.destroy()
-    }
-    const onData = (chunk: Buffer) => {
-      received = received.length === 0 ? chunk : Buffer.concat([received, chunk])
-      const protocol = prefaceOf(received)
-      if (protocol === "more") return
-      stop()
-      socket.pause()
-      socket.unshift(received)
-      if (protocol === "h2") return http2(socket)
-      for (const listener of http1) listener.call(server, socket)
-      // As after a PROXY header (serving/ProxyProtocol.ts): node:http resumes a socket it reads itself.
-      if (socket.listenerCount("data") > 0 && !socket.destroyed) socket.resume()
-    }
-    socket.on("data", onData)
-    socket.on("error", onError)
-  })
-}
+export const handOffByPreface = (server: HttpServer, http2: (socket: Socket) => void, options: { readonly timeoutMs: number }): void =>
+  takeConnections(server, "connection", (socket: Socket, toServer) =>
+    readOpening(socket, options.timeoutMs, (received) => {
+      switch (prefaceOf(received)) {
+        case "more":
+          return undefined
+        case "h2":
+          return () => handOnWith(socket, received, () => http2(socket))
+        case "h1":
+          return () => handOnWith(socket, received, toServer)
+      }
+    })
+  )

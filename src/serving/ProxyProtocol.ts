@@ -4,6 +4,7 @@
 // header's source address is the connection's client. A connection without a valid header,
 // whole within the timeout, is destroyed without an answer.
 import { isIP, type Server, type Socket, SocketAddress } from "node:net"
+import { handOnWith, readOpening, takeConnections } from "./ConnectionTakeover.js"
 import { plainAddress } from "./TrustedProxies.js"
 
 /** Pure, incremental: what the bytes received so far say. */
@@ -144,63 +145,33 @@ export const proxiedPeer = (socket: Socket): string | undefined => {
   return marked[PEER] ?? marked._parent?.[PEER]
 }
 
-type ConnectionListener = (this: Server, socket: Socket) => void
-
 /**
  * Makes `server` (a node:http Server, before or after listen) read a PROXY header off each new
  * connection before HTTP sees it: the header's source is recorded for `proxiedPeer`, the bytes
- * after the header are given back to the socket (unshift), then the server's own 'connection'
- * listeners run. A connection without a valid header within timeoutMs is destroyed without an
- * answer. Install it after every other 'connection' listener: one added later sees the socket
- * before its header is read.
+ * after the header are given back to the socket, then the server's own 'connection' listeners
+ * run. A connection without a valid header within timeoutMs is destroyed without an answer.
+ * Install it after every other 'connection' listener: one added later sees the socket before
+ * its header is read.
  */
 export const acceptProxyProtocol = (server: Server, options: { readonly timeoutMs: number }): void => {
   if (accepting.has(server)) throw new Error("acceptProxyProtocol: this server already reads PROXY headers")
   accepting.add(server)
-  // rawListeners: a `once` listener keeps its once.
-  const listeners = server.rawListeners("connection") as Array<ConnectionListener>
-  server.removeAllListeners("connection")
-  server.on("connection", (socket: Socket) => readHeader(socket, options.timeoutMs, () => {
-    for (const listener of listeners) listener.call(server, socket)
-  }))
+  takeConnections(server, "connection", (socket: Socket, toServer) => readHeader(socket, options.timeoutMs, toServer))
 }
 
-const readHeader = (socket: Socket, timeoutMs: number, handOver: () => void): void => {
-  let received: Buffer = Buffer.alloc(0)
-  const timer = setTimeout(() => reject(), timeoutMs)
-  const stop = () => {
-    clearTimeout(timer)
-    socket.off("data", onData)
-    socket.off("end", reject)
-    socket.off("error", reject)
-    socket.off("close", stop)
-  }
-  // Nothing is written: a client that sent no header learns nothing of what listens here.
-  // An 'error' (a reset mid-header) lands here too, so none goes unhandled.
-  function reject() {
-    stop()
-    socket.destroy()
-  }
-  function onData(chunk: Buffer) {
-    received = received.length === 0 ? chunk : Buffer.concat([received, chunk])
+// Nothing is written: a client that sent no header learns nothing of what listens here.
+const readHeader = (socket: Socket, timeoutMs: number, handOver: () => void): void =>
+  readOpening(socket, timeoutMs, (received) => {
     const header = parseProxyHeader(received)
-    if (header._tag === "NeedMore") return
-    if (header._tag === "Invalid") return reject()
-    stop()
-    // Paused, the bytes after the header (and any chunk read behind them) wait in the socket's
-    // buffer for the server's own 'data' listener.
-    socket.pause()
-    if (received.length > header.length) socket.unshift(received.subarray(header.length))
-    if (header.source !== undefined) (socket as MarkedSocket)[PEER] = header.source
-    handOver()
-    // node:http reads the socket's handle itself, in C++, and parses what waits in the stream's
-    // buffer only as the stream emits it: resumed, the bytes given back go first (emitted before
-    // the next read from the network). A listener that took no 'data' yet finds them buffered
-    // and resumes the socket when it reads.
-    if (socket.listenerCount("data") > 0 && !socket.destroyed) socket.resume()
-  }
-  socket.on("data", onData)
-  socket.on("end", reject)
-  socket.on("error", reject)
-  socket.on("close", stop)
-}
+    switch (header._tag) {
+      case "NeedMore":
+        return undefined
+      case "Invalid":
+        return () => socket.destroy()
+      default:
+        return () => {
+          if (header.source !== undefined) (socket as MarkedSocket)[PEER] = header.source
+          handOnWith(socket, received.subarray(header.length), handOver)
+        }
+    }
+  })
