@@ -9,7 +9,8 @@
 // - Go's net/http (Debian golang-go, test/fixtures/h2client.go) and, where `java` is on the
 //   PATH, Java's HttpClient over TLS: HTTP/2, bodies with and without a length.
 // - Chromium (playwright-core) trusting the certificate by its key's hash: a page served through
-//   Pinboard over h2, fetch(), a streamed body read as it comes, a WebSocket over wss:// (HTTP/1.1).
+//   Pinboard over h2, fetch(), a streamed body read as it comes, an EventSource, a WebSocket over
+//   wss:// (HTTP/1.1).
 // - Frame by frame (test/support/H2Frames.ts): SETTINGS as configured, PING, WINDOW_UPDATE,
 //   streams above the limit, a reset stream's slot, flow control, the header list limit,
 //   :authority as Host, GOAWAY when idle and on SIGTERM with the open stream finishing.
