@@ -64,9 +64,9 @@ export interface Http2Connections {
   readonly destroyAll: () => void
 }
 
-type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
+type StreamHandler = (req: Http2ServerRequest, res: Http2ServerResponse) => void
 
-export const makeHttp2Connections = (limits: Http2Limits, handler: Handler, onConnect: Handler, events: Http2Events): Http2Connections => {
+export const makeHttp2Connections = (limits: Http2Limits, handler: StreamHandler, onConnect: StreamHandler, events: Http2Events): Http2Connections => {
   const server = http2.createServer({
     settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderListSize },
     maxHeaderListPairs: MAX_HEADER_FIELDS
