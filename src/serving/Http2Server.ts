@@ -18,6 +18,9 @@ export interface Http2Limits {
   readonly idleTimeoutMs: number
 }
 
+/** How long a connection told GOAWAY for a reset flood is still read before it is closed (nginx's lingering close). */
+const LINGER_MS = 1_000
+
 /** Node's own limit for HTTP/1.1 (`maxHeadersCount`), not its HTTP/2 default of 128 fields. */
 const MAX_HEADER_FIELDS = 2000
 
@@ -79,6 +82,7 @@ export const makeHttp2Connections = (limits: Http2Limits, handler: StreamHandler
     sessions.add(session)
     const budget = new ResetBudget(limits.streamResetBurst, limits.streamResetRate, performance.now())
     let open = 0
+    let flooded = false
     let idle: ReturnType<typeof setTimeout> | undefined
     const waitIdle = () => {
       idle = setTimeout(() => session.close(), limits.idleTimeoutMs)
@@ -89,10 +93,13 @@ export const makeHttp2Connections = (limits: Http2Limits, handler: StreamHandler
       if (open++ === 0) clearTimeout(idle)
       if (events.draining()) session.close()
       stream.once("close", () => {
-        if (!stream.headersSent && !session.destroyed && !budget.spend(performance.now())) {
+        if (!flooded && !stream.headersSent && !session.destroyed && !budget.spend(performance.now())) {
+          flooded = true
           events.resetFlood(session.socket?.remoteAddress)
+          // GOAWAY, then the end a little later: a socket closed while the client still sends is
+          // reset, and the reset can discard the GOAWAY before the client reads it.
           session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
-          session.destroy()
+          setTimeout(() => session.destroy(), LINGER_MS).unref()
         }
         if (--open === 0 && !session.closed) waitIdle()
       })
