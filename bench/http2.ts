@@ -73,7 +73,7 @@ import { makeTestCa, type TestCa } from "../test/support/TestCa.js"
 import { flagArg, numberArg } from "./args.js"
 import type { LoadResult } from "./load.js"
 import { checkAlive, measureHttp, reading, sharesOf, type CpuShares, type Reading, type Watched } from "./measure.js"
-import { cpuSeconds, hasTaskset, peakRssKiB, pinPid, spawnPinned, stop, stopAll, stopAllSync, type Proc } from "./processes.js"
+import { cpuSeconds, hasTaskset, peakRssKiB, pinPid, spawnPinned, stop, stopAll, stopAllSync, stopOnEveryExit, type Proc } from "./processes.js"
 import { broken, brokenCell, busiestText, cpuPerRequestUs, cpuText, fmt, median, ms, NOISY, share, table, us, type Scenario } from "./proxyReport.js"
 import {
   ANSWERS,
@@ -564,20 +564,7 @@ const stopEverythingSync = () => {
   redis?.stopSync()
   ca?.remove()
 }
-let stopping = false
-const stopAndExit = (code: number) => {
-  stopping = true
-  stopEverythingSync()
-  const reaped = Promise.allSettled([stopAll(), redis?.stop()])
-  void Promise.race([reaped, new Promise((resolve) => setTimeout(resolve, 2000))]).finally(() => process.exit(code))
-}
-const hardLimit = setTimeout(() => {
-  console.error(`bench: over ${HARD_LIMIT_MS / 1000} s, stopping`)
-  stopAndExit(1)
-}, HARD_LIMIT_MS)
-hardLimit.unref()
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => stopAndExit(130))
-process.once("exit", stopEverythingSync)
+const guard = stopOnEveryExit(HARD_LIMIT_MS, stopEverythingSync, () => Promise.all([stopAll(), redis?.stop()]))
 
 const started = performance.now()
 let registration: Registration | undefined
@@ -642,7 +629,7 @@ try {
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`)
   if (!healthy) process.exitCode = 1
 } catch (error) {
-  if (stopping) console.error("bench: stopped")
+  if (guard.stopping()) console.error("bench: stopped")
   else console.error("bench failed:", error)
   process.exitCode = 1
 } finally {
@@ -651,5 +638,5 @@ try {
   await redis?.stop()
   ca?.remove()
   if (profileDir !== undefined && !KEEP) rmSync(profileDir, { recursive: true, force: true })
-  clearTimeout(hardLimit)
+  guard.disarm()
 }

@@ -137,3 +137,32 @@ export const openFds = (pid: number): number | undefined => {
 }
 
 const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
+
+export interface StopGuard {
+  /** Whether a signal or the hard limit began the stop (the run then fails as stopped, not broken). */
+  readonly stopping: () => boolean
+  /** The run is over: the hard limit no longer applies. */
+  readonly disarm: () => void
+}
+
+/**
+ * Every process a bench started is stopped by its pid on every way out: `stopSync` on exit, and
+ * on a signal or past `hardLimitMs` at once, then `stop` (at most 2 s, so no zombie is left)
+ * before the exit.
+ */
+export const stopOnEveryExit = (hardLimitMs: number, stopSync: () => void, stop: () => Promise<unknown>): StopGuard => {
+  let stopping = false
+  const stopAndExit = (code: number) => {
+    stopping = true
+    stopSync()
+    void Promise.race([Promise.allSettled([stop()]), new Promise((resolve) => setTimeout(resolve, 2000))]).finally(() => process.exit(code))
+  }
+  const hardLimit = setTimeout(() => {
+    console.error(`bench: over ${hardLimitMs / 1000} s, stopping`)
+    stopAndExit(1)
+  }, hardLimitMs)
+  hardLimit.unref()
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => stopAndExit(130))
+  process.once("exit", stopSync)
+  return { stopping: () => stopping, disarm: () => clearTimeout(hardLimit) }
+}

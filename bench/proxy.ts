@@ -78,7 +78,7 @@ import { availableParallelism } from "node:os"
 import type { RedisCluster } from "../test/support/RedisCluster.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 import { measureHttp, measureLoad, type Measured } from "./measure.js"
-import { hasTaskset, peakRssKiB, pinPid, stopAll, stopAllSync } from "./processes.js"
+import { hasTaskset, peakRssKiB, pinPid, stopAll, stopAllSync, stopOnEveryExit } from "./processes.js"
 import { clusterReport, placeOnCluster, runCluster, startClusterRig, type ClusterCell } from "./proxyCluster.js"
 import { observabilityReport, startObservedPinboards } from "./proxyObserved.js"
 import { cpuText, fmt, ms, broken, report, type Cell, type Scenario } from "./proxyReport.js"
@@ -249,21 +249,7 @@ const stopEverythingSync = () => {
   redis?.stopSync()
   cluster?.stopSync()
 }
-let stopping = false
-/** Kills everything at once, then waits a moment for the exits so that no zombie is left. */
-const stopAndExit = (code: number) => {
-  stopping = true
-  stopEverythingSync()
-  const reaped = Promise.allSettled([stopAll(), redis?.stop(), cluster?.stop()])
-  void Promise.race([reaped, new Promise((resolve) => setTimeout(resolve, 2000))]).finally(() => process.exit(code))
-}
-const hardLimit = setTimeout(() => {
-  console.error(`bench: over ${HARD_LIMIT_MS / 1000} s, stopping`)
-  stopAndExit(1)
-}, HARD_LIMIT_MS)
-hardLimit.unref()
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => stopAndExit(130))
-process.once("exit", stopEverythingSync)
+const guard = stopOnEveryExit(HARD_LIMIT_MS, stopEverythingSync, () => Promise.all([stopAll(), redis?.stop(), cluster?.stop()]))
 
 /** A proxy's peak resident memory, read before it is stopped. */
 const peakRss = (target: TargetName, pid: number | undefined): Array<string> => {
@@ -324,7 +310,7 @@ try {
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`)
   if (!main.healthy || !clusterHealthy) process.exitCode = 1
 } catch (error) {
-  if (stopping) console.error("bench: stopped")
+  if (guard.stopping()) console.error("bench: stopped")
   else console.error("bench failed:", error)
   process.exitCode = 1
 } finally {
@@ -333,5 +319,5 @@ try {
   await stopAll()
   await redis?.stop()
   await cluster?.stop()
-  clearTimeout(hardLimit)
+  guard.disarm()
 }
