@@ -28,6 +28,7 @@ import {
   request,
   type Answer
 } from "../support/Wire.js"
+import type { Echo } from "../support/Echo.js"
 import { freePort } from "../support/Processes.js"
 import { poll, scaled, within } from "../support/Time.js"
 
@@ -35,15 +36,6 @@ const TEXT = "text/plain; charset=utf-8"
 const JSON_TYPE = "application/json"
 const ORIGIN = "https://app.example"
 
-interface Echo {
-  readonly worker: string
-  readonly method: string
-  readonly url: string
-  readonly headers: Record<string, string | Array<string>>
-  readonly rawHeaders: Array<string>
-  readonly bodyBytes: number
-  readonly bodySha256: string
-}
 
 const echoOf = (answer: Answer | { readonly status: number; readonly body: Buffer }): Echo => {
   if (answer.status !== 200) throw new Error(`expected the worker's 200, got ${answer.status}: ${answer.body.toString()}`)

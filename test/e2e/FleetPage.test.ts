@@ -20,22 +20,11 @@ import {
   type VirtualWorker,
   type Worker
 } from "../support/Fleet.js"
+import { CHROMIUM, CHROMIUM_ARGS } from "../support/Chromium.js"
 import { freePort } from "../support/Processes.js"
 import { poll, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
 
-const CHROMIUM = "/usr/bin/chromium"
-/** The machine's network is closed: Chromium must not try its background connections. */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
 const DOCS_SCREENSHOT = new URL("../../docs/images/fleet.png", import.meta.url).pathname
 const AFFINITY = "x-affinity"
 /** Registry text that would be markup if the page wrote it as HTML. */
@@ -71,7 +60,7 @@ beforeAll(async () => {
     browser = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: CHROMIUM_ARGS,
+      args: [...CHROMIUM_ARGS],
       viewport: { width: 1280, height: 720 }
     })
     page = await browser.newPage()

@@ -11,6 +11,7 @@ import http2, { type ClientHttp2Session } from "node:http2"
 import net from "node:net"
 import tls from "node:tls"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { Echo } from "../support/Echo.js"
 import { Fleet, TOKEN, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
 import { h2Connect, h2Request, type H2Answer } from "../support/Http2Client.js"
 import { OtlpReceiver } from "../support/OtlpReceiver.js"
@@ -21,15 +22,6 @@ import { request } from "../support/Wire.js"
 
 const NS = "/threads"
 
-interface Echo {
-  readonly worker: string
-  readonly method: string
-  readonly url: string
-  readonly headers: Record<string, string>
-  readonly rawHeaders: Array<string>
-  readonly bodyBytes: number
-  readonly bodySha256: string
-}
 
 const fleet = new Fleet()
 let receiver: OtlpReceiver

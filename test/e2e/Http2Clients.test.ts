@@ -46,6 +46,8 @@ import {
   type Frame,
   type H2Connection
 } from "../support/H2Frames.js"
+import { CHROMIUM, CHROMIUM_ARGS } from "../support/Chromium.js"
+import type { Echo } from "../support/Echo.js"
 import { makeTestCa, type TestCa } from "../support/TestCa.js"
 import { poll, quietWindow, scaled, within } from "../support/Time.js"
 import { headerValues } from "../support/Wire.js"
@@ -54,18 +56,6 @@ const NS = "/threads"
 const GO_CLIENT = new URL("../fixtures/h2client.go", import.meta.url).pathname
 const JAVA_CLIENT = new URL("../fixtures/H2cClient.java", import.meta.url).pathname
 const H2LOAD = "/usr/bin/h2load"
-const CHROMIUM = "/usr/bin/chromium"
-/** As test/e2e/FleetPage.test.ts: the machine's network is closed, Chromium must not try its background connections. */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
 /** The h2c Pinboard's limits: not the defaults (128 and 16384), so SETTINGS show they were taken. */
 const MAX_STREAMS = 7
 const MAX_HEADER_LIST = 8192
@@ -102,15 +92,6 @@ const required = (path: string | undefined, what: string): string => {
   return path
 }
 
-interface Echo {
-  readonly worker: string
-  readonly method: string
-  readonly url: string
-  readonly headers: Record<string, string | Array<string>>
-  readonly rawHeaders: Array<string>
-  readonly bodyBytes: number
-  readonly bodySha256: string
-}
 
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex")
 
@@ -563,12 +544,6 @@ describe("frame by frame", () => {
     }
   })
 
-  // A known bug, kept failing on purpose: once the client has acknowledged the SETTINGS, a
-  // stream over the limit is a connection error in node:http2 (its nghttp2 checks the
-  // acknowledged limit before Pinboard sees the stream): every open stream is reset with
-  // INTERNAL_ERROR and the connection gets GOAWAY INTERNAL_ERROR. RFC 9113 5.1.2 and
-  // docs/deploy.md "HTTP/2" say the extra stream alone is refused (REFUSED_STREAM). Drop
-  // `.fails` once Pinboard refuses only the extra stream.
   // RFC 9113 5.1.2 asks for a stream error (REFUSED_STREAM or PROTOCOL_ERROR) here; node:http2
   // makes it a connection error instead (docs/deploy.md "HTTP/2" says so). Only a client that
   // ignores the SETTINGS it acknowledged does this.

@@ -10,6 +10,7 @@ import { asHttp1Exchange } from "../../src/http/Http2Request.js"
 import { handOffByPreface, prefaceOf } from "../../src/serving/Http2Handoff.js"
 import { makeHttp2Connections, ResetBudget, type Http2Limits } from "../../src/serving/Http2Server.js"
 import { messageError } from "../../src/http/Message.js"
+import { h2Request, type H2RequestOptions } from "../support/Http2Client.js"
 import { poll } from "../support/Time.js"
 
 const PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -121,22 +122,15 @@ const connect = (port: number): ClientHttp2Session => {
   return session
 }
 
-const ask = (session: ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: string): Promise<{ status: number; seen: Seen }> =>
-  new Promise((resolve, reject) => {
-    const stream = session.request(headers, { endStream: body === undefined })
-    let status = 0
-    const chunks: Array<Buffer> = []
-    stream.on("response", (h) => (status = Number(h[":status"])))
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk))
-    stream.on("end", () => resolve({ status, seen: JSON.parse(Buffer.concat(chunks).toString()) as Seen }))
-    stream.on("error", reject)
-    if (body !== undefined) stream.end(body)
-  })
+const ask = async (session: ClientHttp2Session, path: string, options: H2RequestOptions = {}): Promise<{ status: number; seen: Seen }> => {
+  const answer = await h2Request(session, path, options)
+  return { status: answer.status, seen: JSON.parse(answer.text) as Seen }
+}
 
 describe("a stream as the HTTP/1.1 request it maps to", () => {
   it(":authority is the Host, the pseudo-header fields leave the raw list, the method and path stay", async () => {
     const { port } = await listener()
-    const { status, seen } = await ask(connect(port), { ":method": "GET", ":path": "/threads/t1/echo?x=1", "x-one": "1" })
+    const { status, seen } = await ask(connect(port), "/threads/t1/echo?x=1", { headers: { "x-one": "1" } })
     expect(status).toBe(200)
     expect(seen).toMatchObject({ method: "GET", url: "/threads/t1/echo?x=1", httpVersion: "2.0", refused: null })
     expect(seen.headers.host).toBe(`127.0.0.1:${port}`)
@@ -147,10 +141,10 @@ describe("a stream as the HTTP/1.1 request it maps to", () => {
   it("a body without a length is chunked; with one, as sent", async () => {
     const { port } = await listener()
     const session = connect(port)
-    const chunked = await ask(session, { ":method": "POST", ":path": "/p" }, "hello")
+    const chunked = await ask(session, "/p", { method: "POST", body: "hello" })
     expect(chunked.seen.headers["transfer-encoding"]).toBe("chunked")
     expect(chunked.seen.body).toBe("hello")
-    const sized = await ask(session, { ":method": "POST", ":path": "/p", "content-length": "5" }, "hello")
+    const sized = await ask(session, "/p", { method: "POST", body: "hello", headers: { "content-length": "5" } })
     expect(sized.seen.headers["transfer-encoding"]).toBeUndefined()
     expect(sized.seen.headers["content-length"]).toBe("5")
   })
@@ -158,9 +152,9 @@ describe("a stream as the HTTP/1.1 request it maps to", () => {
   it("a Host that is not the :authority is a second Host (RFC 9113 8.3.1), refused as RFC 9112 refuses two", async () => {
     const { port } = await listener()
     const session = connect(port)
-    const same = await ask(session, { ":path": "/a", ":authority": `127.0.0.1:${port}`, host: `127.0.0.1:${port}` })
+    const same = await ask(session, "/a", { headers: { ":authority": `127.0.0.1:${port}`, host: `127.0.0.1:${port}` } })
     expect(same.seen.refused).toBeNull()
-    const other = await ask(session, { ":path": "/a", ":authority": `127.0.0.1:${port}`, host: "elsewhere.example" })
+    const other = await ask(session, "/a", { headers: { ":authority": `127.0.0.1:${port}`, host: "elsewhere.example" } })
     expect(other.seen.refused).toBe("RepeatedHost")
   })
 
@@ -216,7 +210,7 @@ describe("the limits of an HTTP/2 connection", () => {
   it("streams answered before the client ends them cost nothing of the budget", async () => {
     const { port, floods } = await listener({ streamResetBurst: 2, streamResetRate: 1 })
     const session = connect(port)
-    for (let i = 0; i < 10; i++) expect((await ask(session, { ":path": `/n${i}` })).status).toBe(200)
+    for (let i = 0; i < 10; i++) expect((await ask(session, `/n${i}`)).status).toBe(200)
     expect(floods).toStrictEqual([])
     expect(session.closed).toBe(false)
   })
@@ -240,7 +234,7 @@ describe("the limits of an HTTP/2 connection", () => {
     // A connection made while draining: its first stream is answered, and GOAWAY follows it.
     const late = connect(port)
     const lateGoaway = new Promise<number>((resolve) => late.once("goaway", (code: number) => resolve(code)))
-    expect((await ask(late, { ":path": "/late" })).status).toBe(200)
+    expect((await ask(late, "/late")).status).toBe(200)
     expect(await lateGoaway).toBe(http2.constants.NGHTTP2_NO_ERROR)
   })
 })
