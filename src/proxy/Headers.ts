@@ -41,9 +41,8 @@ export const forwardRequestHeaders = (
   const drop = hopByHop(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
-    // `expect`: node:http has already answered `100 Continue` to the client. `:path` and the
-    // other pseudo-header fields of an HTTP/2 request are its request line (http/Http2Request.ts).
-    if (drop(name) || name === "host" || name === "x-forwarded-for" || name === "expect" || name.startsWith("pinboard-") || name.charCodeAt(0) === 0x3a) continue
+    // `expect`: node:http has already answered `100 Continue` to the client.
+    if (drop(name) || name === "host" || name === "x-forwarded-for" || name === "expect" || name.startsWith("pinboard-")) continue
     out[name] = headers[name]
   }
   out["x-forwarded-for"] = added.peer
