@@ -20,9 +20,9 @@ import { freePort } from "../test/support/Ports.js"
 import { startRedisServer } from "../test/support/RedisServer.js"
 import { flagArg, numberArg, textArg } from "./args.js"
 import { measureHttp } from "./measure.js"
-import { pinPid, stopAll } from "./processes.js"
+import { stopAll } from "./processes.js"
+import { startProfiledRig } from "./profiledRig.js"
 import { table } from "./proxyReport.js"
-import { getLoad, LOAD_CORE, register, SERVER_CORE, startEffectFloor, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 
 const CONNECTIONS = Math.round(numberArg("connections", 32))
 const SECONDS = numberArg("seconds", 5)
@@ -89,20 +89,17 @@ const where = ({ functionName, url, lineNumber }: HeapNode["callFrame"]): string
 
 const redis = await startRedisServer()
 try {
-  pinPid(process.pid, LOAD_CORE)
-  pinPid(redis.pid, SERVER_CORE)
-  const { proc: worker, origin: workerOrigin } = await startWorker()
   const inspectPort = await freePort()
   const inspecting = [...NODE_FLAGS, `--inspect=127.0.0.1:${inspectPort}`]
-  const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : inspecting, MAIN)
-  await waitHealthy(pinboard)
-  const registration = await register(pinboard.origin, workerOrigin)
-  console.log(await waitForPlacements(pinboard.origin))
-  // The floor exits on SIGTERM, as Pinboard does.
-  const profiled = FLOOR ? await startEffectFloor(workerOrigin, redis.port, inspecting) : pinboard
-  const spec = getLoad(profiled.origin, PATH, CONNECTIONS, SECONDS)
-  const watched = { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] }
-  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S }, watched, [worker, profiled.proc])
+  const { worker, profiled, registration, spec, watched } = await startProfiledRig(redis, {
+    nodeFlags: inspecting,
+    floor: FLOOR,
+    main: MAIN,
+    path: PATH,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_S
+  })
 
   const session = await inspector(inspectPort)
   // First a window with the GC counted and nothing else: the heap profiler's samples are weak

@@ -25,9 +25,9 @@ import { join } from "node:path"
 import { killPid } from "../test/support/Processes.js"
 import { startRedisServer } from "../test/support/RedisServer.js"
 import { measureHttp } from "./measure.js"
-import { pinPid, stopAll } from "./processes.js"
+import { stopAll } from "./processes.js"
+import { startProfiledRig } from "./profiledRig.js"
 import { table } from "./proxyReport.js"
-import { getLoad, LOAD_CORE, register, SERVER_CORE, startEffectFloor, startPinboard, startWorker, waitForPlacements, waitHealthy } from "./proxyTargets.js"
 import { numberArg, textArg, flagArg } from "./args.js"
 
 const CONNECTIONS = Math.round(numberArg("connections", 32))
@@ -128,19 +128,15 @@ const heaviest = (profile: CpuProfile, samples: ReadonlyArray<readonly [number, 
 const profileDir = mkdtempSync(join(tmpdir(), "pinboard-profile-"))
 const redis = await startRedisServer()
 try {
-  pinPid(process.pid, LOAD_CORE)
-  pinPid(redis.pid, SERVER_CORE)
-  const { proc: worker, origin: workerOrigin } = await startWorker()
-  const profiling = ["--cpu-prof", `--cpu-prof-dir=${profileDir}`]
-  const pinboard = await startPinboard("pinboard", { PINBOARD_REDIS_URL: redis.url }, FLOOR ? [] : profiling, MAIN)
-  await waitHealthy(pinboard)
-  const registration = await register(pinboard.origin, workerOrigin)
-  console.log(await waitForPlacements(pinboard.origin))
-  const profiled = FLOOR ? await startEffectFloor(workerOrigin, redis.port, profiling) : pinboard
-  const spec = getLoad(profiled.origin, PATH, CONNECTIONS, SECONDS)
-  const watched = { proxy: [profiled.proc.pid], worker: worker.pid, redis: [redis.pid] }
-  // The warm-up is a run of its own, so that the window below holds only the measured one.
-  if (WARMUP_S > 0) await measureHttp(`${profiled.proc.name} (warm-up)`, { ...spec, seconds: WARMUP_S }, watched, [worker, profiled.proc])
+  const { worker, profiled, registration, spec, watched } = await startProfiledRig(redis, {
+    nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
+    floor: FLOOR,
+    main: MAIN,
+    path: PATH,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_S
+  })
   const window: Window = { start: Number(process.hrtime.bigint() / 1000n), end: 0 }
   const { result, cpu } = await measureHttp(profiled.proc.name, spec, watched, [worker, profiled.proc])
   window.end = Number(process.hrtime.bigint() / 1000n)
