@@ -10,7 +10,7 @@
 // among them) for a fixed window per concurrency level after a short warm-up. Prints
 // figures; it is not a test. Target: resolve/s >= 0.7 x trivial EVALSHA/s at every level.
 import { availableParallelism } from "node:os"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { Redis } from "ioredis"
 import { bucketOf } from "../src/contract/Bucket.js"
 import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
@@ -93,7 +93,7 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
     draining: false
   }))
   const registerAll = Effect.forEach(registrations, (r) => registry.register(r), { discard: true })
-  await Effect.runPromise(Effect.withClock(registerAll, shiftedClock(-(LEASE_MS + 1000))))
+  await Effect.runPromise(Effect.provideService(registerAll, Clock.Clock, shiftedClock(-(LEASE_MS + 1000))))
   await Effect.runPromise(registerAll)
 
   const requests: Array<ResolveRequest> = Array.from({ length: IDS }, (_, i) => {
@@ -107,17 +107,17 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
   // Place every id once.
   const placeStarted = performance.now()
   const placed = await Effect.runPromise(
-    Effect.forEach(requests, (r) => Effect.either(registry.resolve(r)), { concurrency: 64 })
+    Effect.forEach(requests, (r) => Effect.result(registry.resolve(r)), { concurrency: 64 })
   )
   const placeMs = performance.now() - placeStarted
   const owners = new Map<string, number>()
   let placeFailures = 0
   for (const result of placed) {
-    if (result._tag === "Left" || !result.right.isNew) placeFailures++
-    else owners.set(result.right.worker, (owners.get(result.right.worker) ?? 0) + 1)
+    if (result._tag === "Failure" || !result.success.isNew) placeFailures++
+    else owners.set(result.success.worker, (owners.get(result.success.worker) ?? 0) + 1)
   }
   if (placeFailures > 0) {
-    const first = placed.find((r) => r._tag === "Left")
+    const first = placed.find((r) => r._tag === "Failure")
     throw new Error(`placing ${IDS} ids: ${placeFailures} did not place anew (first failure: ${JSON.stringify(first)})`)
   }
   const spread = [...owners.entries()].sort().map(([w, n]) => `${w}=${n}`).join(" ")
@@ -165,8 +165,8 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
         while (performance.now() < deadline) {
           const i = Math.floor(Math.random() * IDS)
           const started = performance.now()
-          const result = yield* Effect.either(call(i, stats))
-          if (result._tag === "Left") stats.errors++
+          const result = yield* Effect.result(call(i, stats))
+          if (result._tag === "Failure") stats.errors++
           else {
             stats.latencies.push(performance.now() - started)
             stats.calls++

@@ -2,16 +2,17 @@
 // (one lease from its first use) in the past before they measure.
 import { Clock, Effect } from "effect"
 
-/** A Clock `offsetMs` away from the wall clock; sleeps as the real one. */
+/** A Clock `offsetMs` away from the wall clock; sleeps (and measures elapsed time) as the real one. */
 export const shiftedClock = (offsetMs: number): Clock.Clock => {
-  const base = Clock.make()
+  const base = Clock.Clock.defaultValue()
   const millis = () => Date.now() + offsetMs
   return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: millis,
+    currentTimeMillisUnsafe: millis,
     currentTimeMillis: Effect.sync(millis),
-    unsafeCurrentTimeNanos: () => BigInt(millis()) * 1_000_000n,
+    currentTimeNanosUnsafe: () => BigInt(millis()) * 1_000_000n,
     currentTimeNanos: Effect.sync(() => BigInt(millis()) * 1_000_000n),
+    monotonicTimeNanosUnsafe: () => base.monotonicTimeNanosUnsafe(),
+    monotonicTimeNanos: base.monotonicTimeNanos,
     sleep: (duration) => base.sleep(duration)
   }
 }

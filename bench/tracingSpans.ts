@@ -9,7 +9,7 @@
 //
 //   npm run bench:tracing -- --spans [--fibers=100000] [--rounds=5]
 import type { IncomingMessage } from "node:http"
-import { Effect, Exit, Runtime, Scope } from "effect"
+import { Effect, Exit, Scheduler, Scope } from "effect"
 import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
 import type { ExchangeFacts } from "../src/observe/Exchange.js"
 import { makeTracing, tracingOff, type TracingService } from "../src/observe/Tracing.js"
@@ -29,7 +29,7 @@ http.createServer((req, res) => { req.resume(); req.on("end", () => res.writeHea
 
 const PLACEMENT: Placement = { env: "", worker: "w1", advertiseUrl: "http://w1.test", epoch: "1796008889542000001", isNew: false }
 
-const io = <A>(value: A): Effect.Effect<A> => Effect.async<A>((resume) => void setImmediate(() => resume(Effect.succeed(value))))
+const io = <A>(value: A): Effect.Effect<A> => Effect.callback<A>((resume) => void setImmediate(() => resume(Effect.succeed(value))))
 
 const fakeRequest = (traceparent: string | undefined) => {
   const req = { method: "GET", headers: traceparent === undefined ? {} : { traceparent } } as unknown as IncomingMessage
@@ -57,11 +57,12 @@ export const runSpanCosts = async (): Promise<void> => {
   const receiver = spawnProcess(process.execPath, ["-e", RECEIVER], {}, { name: "receiver" })
   const port = Number((await receiver.waitForLine(/^listening (\d+)$/, 10_000))[1])
   const scope = await Effect.runPromise(Scope.make())
-  const tracing = await Effect.runPromise(Scope.extend(makeTracing(`http://127.0.0.1:${port}`), scope))
-  const sampledOut = await Effect.runPromise(Scope.extend(makeTracing(`http://127.0.0.1:${port}`, 0), scope))
-  const base = await Effect.runPromise(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))
-  const runOff = Runtime.runFork(base)
-  const runOn = Runtime.runFork(await Effect.runPromise(tracing.withTracer(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))))
+  const tracing = await Effect.runPromise(Scope.provide(makeTracing(`http://127.0.0.1:${port}`), scope))
+  const sampledOut = await Effect.runPromise(Scope.provide(makeTracing(`http://127.0.0.1:${port}`, 0), scope))
+  // The request fibers' context as src/http/Server.ts makes it: the request scheduler, and with traces on the tracer.
+  const requestContext = () => Effect.provideService(Effect.context<never>(), Scheduler.Scheduler, makeRequestScheduler())
+  const runOff = Effect.runForkWith(await Effect.runPromise(requestContext()))
+  const runOn = Effect.runForkWith(await Effect.runPromise(tracing.withTracer(requestContext())))
 
   const variants = [
     { name: "tracing off: no spans", run: runOff, make: requestOf(tracingOff, undefined) },
@@ -79,7 +80,7 @@ export const runSpanCosts = async (): Promise<void> => {
       const cpu0 = process.cpuUsage()
       const startOne = () => {
         started++
-        run(make()).addObserver((exit) => {
+        run(make()).addObserver((exit: Exit.Exit<unknown, unknown>) => {
           if (Exit.isFailure(exit)) throw new Error("a measured fiber failed")
           done++
           if (started < fibers) startOne()

@@ -7,14 +7,14 @@
 // any design that runs one Redis script and one Effect fiber per request can reach.
 //   evalsha         one EVALSHA of `return 1` (ioredis, auto-pipelined) before each forward
 //   evalsha-effect  the same inside one Effect fiber per request: the EVALSHA through
-//                   `Effect.tryPromise`, the forward in `Effect.async` until the response ends
+//                   `Effect.tryPromise`, the forward in `Effect.callback` until the response ends
 // Upgrades take the bare path in every mode.
 //
 //   node dist-bench/bench/undiciProxy.js http://127.0.0.1:<worker port> [evalsha|evalsha-effect <redis port>]
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { Duplex } from "node:stream"
-import { Effect, Runtime } from "effect"
+import { Effect } from "effect"
 import { Redis } from "ioredis"
 import { Pool } from "undici"
 
@@ -79,12 +79,12 @@ const handlerFor = async (): Promise<Handler> => {
   if (mode === "evalsha") {
     return (req, res) => void floor().then(() => forward(req, res, nothing), () => badGateway(res))
   }
-  const runFork = Runtime.runFork(Runtime.defaultRuntime)
+  const runFork = Effect.runFork
   return (req, res) =>
     void runFork(
       Effect.tryPromise(floor).pipe(
-        Effect.zipRight(Effect.async<void>((resume) => forward(req, res, () => resume(Effect.void)))),
-        Effect.catchAll(() => Effect.sync(() => badGateway(res)))
+        Effect.andThen(Effect.callback<void>((resume) => forward(req, res, () => resume(Effect.void)))),
+        Effect.catch(() => Effect.sync(() => badGateway(res)))
       )
     )
 }

@@ -1,7 +1,7 @@
 // Raw request target -> namespace, id, rest, query (docs/proxy.md
 // "Addressing").
 // On the hot path: one pass of index scans over the raw string, no regex, no split.
-import { Either } from "effect"
+import { Result } from "effect"
 import { IdBadCharacters, IdEmpty, IdTooLong, UnknownNamespace } from "./Errors.js"
 
 export interface Address {
@@ -113,26 +113,26 @@ export const absoluteFormAuthority = (rawUrl: string): string | undefined => {
  * else; a first segment that no worker could have registered then gives
  * `UnknownNamespace`, as does a path with no id segment (`/ns`, `/ns/`).
  */
-export const parseAddress = (rawUrl: string): Either.Either<Address, AddressError> => {
+export const parseAddress = (rawUrl: string): Result.Result<Address, AddressError> => {
   const start = rawUrl.charCodeAt(0) === 0x2f ? 0 : absoluteFormPathStart(rawUrl)
-  if (start < 0) return Either.left(new UnknownNamespace())
+  if (start < 0) return Result.fail(new UnknownNamespace())
 
   const q = rawUrl.indexOf("?", start)
   const pathEnd = q < 0 ? rawUrl.length : q
 
   // `/ns` or `/ns/`: no id segment.
   const nsEnd = rawUrl.indexOf("/", start + 1)
-  if (nsEnd < 0 || nsEnd + 1 >= pathEnd) return Either.left(new UnknownNamespace())
+  if (nsEnd < 0 || nsEnd + 1 >= pathEnd) return Result.fail(new UnknownNamespace())
 
   const idStart = nsEnd + 1
   let idEnd = rawUrl.indexOf("/", idStart)
   if (idEnd < 0 || idEnd > pathEnd) idEnd = pathEnd
 
   const bad = idErrorAt(rawUrl, idStart, idEnd)
-  if (bad !== undefined) return Either.left(bad)
-  if (!isNamespaceNameAt(rawUrl, start + 1, nsEnd)) return Either.left(new UnknownNamespace())
+  if (bad !== undefined) return Result.fail(bad)
+  if (!isNamespaceNameAt(rawUrl, start + 1, nsEnd)) return Result.fail(new UnknownNamespace())
 
-  return Either.right({
+  return Result.succeed({
     namespace: rawUrl.slice(start, nsEnd),
     id: rawUrl.slice(idStart, idEnd),
     rest: rawUrl.slice(idEnd, pathEnd),

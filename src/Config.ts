@@ -3,7 +3,7 @@
 // the field or variable and what was expected; main prints it and exits with 2.
 // Options and variables: docs/config.md.
 import { readFileSync } from "node:fs"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Result, Schema, SchemaParser } from "effect"
 import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
 import { describeParseError, formatPath } from "./config/Messages.js"
 import { readRedisFiles } from "./config/RedisFiles.js"
@@ -48,7 +48,7 @@ const unknownVariableMessage = (name: string): string => {
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
-const decode = Schema.decodeUnknown(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
+const decode = SchemaParser.decodeUnknownEffect(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
 
 /** The configuration, with what it was read from: for `pinboard config` to say where each value came from. */
 export interface LoadedConfig {
@@ -76,9 +76,9 @@ export const loadConfigWithSources: (input: {
     const set = sources.find((source) => source.envVar.path.join(".") === path.join("."))
     return new ConfigInvalid({ message: `${set?.name ?? formatPath(path)}: ${problem.message}` })
   }
-  yield* Either.mapLeft(readRedisFiles(config.redis), fileProblem("redis"))
+  yield* Effect.fromResult(Result.mapError(readRedisFiles(config.redis), fileProblem("redis")))
   const tls = tlsFilesOf(config.tls)
-  if (tls !== undefined) yield* Either.mapLeft(loadTlsPair(tls), fileProblem("tls"))
+  if (tls !== undefined) yield* Effect.fromResult(Result.mapError(loadTlsPair(tls), fileProblem("tls")))
   return { config, file, fileContent, sources }
 })
 

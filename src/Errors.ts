@@ -97,7 +97,7 @@ export class NoLiveBackends extends Schema.TaggedError<NoLiveBackends>()("NoLive
 }
 
 export class RegistryUnavailable extends Schema.TaggedError<RegistryUnavailable>()("RegistryUnavailable", {
-  cause: Schema.optional(Schema.Defect),
+  cause: Schema.optional(Schema.Defect()),
   /** Why, in one line (registry/RedisFailure.ts), for logs and /readyz; never in the answer. */
   reason: Schema.optional(Schema.String)
 }) {
@@ -198,7 +198,7 @@ export class DepthExceeded extends Schema.TaggedError<DepthExceeded>()("DepthExc
 /** `reason` says why, in the access log and the debug log: see proxy/GatewayFailure.ts. */
 export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", {
   reason: Schema.String,
-  cause: Schema.optional(Schema.Defect)
+  cause: Schema.optional(Schema.Defect())
 }) {
   get reply(): Reply {
     return text(502, "bad gateway")

@@ -3,7 +3,7 @@
 // until SIGTERM, print help, the version or the configuration, or run `pinboard inspect`
 // (docs/inspect.md). Each command loads only its own modules.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Effect, Either, Layer, Option } from "effect"
+import { Console, Effect, Result, Layer, Option } from "effect"
 import { parseCommandLine } from "./cli/CommandLine.js"
 import { loadConfig, loadConfigWithSources } from "./Config.js"
 import { logLayer } from "./observe/Log.js"
@@ -18,7 +18,7 @@ const exitWith = (code: number, message: string) =>
 
 const program = Effect.gen(function* () {
   const parsed = parseCommandLine(process.argv.slice(2))
-  if (Either.isLeft(parsed)) {
+  if (Result.isFailure(parsed)) {
     const { usageText } = yield* Effect.promise(() => import("./cli/Help.js"))
     return yield* exitWith(2, `${parsed.left.message}\n\n${usageText}\n\nRun \`pinboard --help\` for every option.`)
   }

@@ -30,7 +30,7 @@ const load = (env: Env, file?: unknown) =>
 const failure = (env: Env, file?: unknown) =>
   load(env, file).pipe(
     Effect.flip,
-    Effect.tap((e) => expect(e).toBeInstanceOf(ConfigInvalid)),
+    Effect.tap((e) => Effect.sync(() => expect(e).toBeInstanceOf(ConfigInvalid))),
     Effect.map((e) => e.message)
   )
 
@@ -506,7 +506,7 @@ describe("the files of the Redis settings (docs/config.md), read at start", () =
       const config = yield* load({ ...TOKEN, PINBOARD_REDIS_URL: "redis://cache:6379", PINBOARD_REDIS_PASSWORD_FILE: fileWith("s3cret pass\n") })
       expect(config.redis.passwordFile).toBeDefined()
       const files = readRedisFiles(config.redis)
-      expect(files._tag === "Right" && files.right.password !== undefined && Redacted.value(files.right.password)).toBe("s3cret pass")
+      expect(files._tag === "Success" && files.success.password !== undefined && Redacted.value(files.success.password)).toBe("s3cret pass")
     })
   )
 

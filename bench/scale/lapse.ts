@@ -84,7 +84,7 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
   let beating = true
   const setupBeats = Effect.runFork(
     Effect.repeat(
-      Effect.delay(beatBoth, heartbeatMs).pipe(Effect.catchAll((error) => Effect.sync(() => console.log(`  heartbeat failed while placing: ${error._tag}`)))),
+      Effect.delay(beatBoth, heartbeatMs).pipe(Effect.catch((error) => Effect.sync(() => console.log(`  heartbeat failed while placing: ${error._tag}`)))),
       { while: () => beating }
     )
   )
@@ -115,7 +115,7 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
   let bFailures = 0
   const bBeats = Effect.runFork(
     Effect.repeat(
-      Effect.delay(heartbeatOf(pinboard, b!), heartbeatMs).pipe(Effect.catchAll(() => Effect.sync(() => void bFailures++))),
+      Effect.delay(heartbeatOf(pinboard, b!), heartbeatMs).pipe(Effect.catch(() => Effect.sync(() => void bFailures++))),
       Schedule.forever
     )
   )
@@ -126,7 +126,7 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
     const started = performance.now()
     const at = Date.now()
     return pinboard.sweep.pipe(
-      Effect.catchAll(() => Effect.sync(() => void sweepFailures++)),
+      Effect.catch(() => Effect.sync(() => void sweepFailures++)),
       Effect.ensuring(
         Effect.sync(() => {
           const ms = performance.now() - started
@@ -205,7 +205,7 @@ const measureLapse = async (target: ScaleTarget, rows: number, leaseMs: number):
 }
 
 const failureTag = (cause: Cause.Cause<{ readonly _tag: string }>): string =>
-  Option.match(Cause.failureOption(cause), { onNone: () => "defect", onSome: (error) => error._tag })
+  Option.match(Cause.findErrorOption(cause), { onNone: () => "defect", onSome: (error) => error._tag })
 
 export const runLapse = async (target: ScaleTarget, rowCounts: ReadonlyArray<number>, leaseMs: number): Promise<void> => {
   const results: Array<LapseFigures> = []

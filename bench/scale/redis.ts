@@ -2,7 +2,7 @@
 // for the run, the registry service built over a client of it (the one place that knows the
 // registry's constructor), and Redis-wide facts summed over the masters (INFO commandstats,
 // INFO cpu, INFO memory, DBSIZE, SLOWLOG). Nothing here knows a key or a script name.
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { clientOptions, clusterOptions, defineScripts, type RedisClient } from "../../src/registry/RedisConnection.js"
@@ -216,7 +216,7 @@ export const registerFleet = async (
       draining: false
     })
   const all = Effect.forEach(members, register, { concurrency })
-  await Effect.runPromise(Effect.withClock(Effect.asVoid(all), shiftedClock(-(registry.leaseMs + 1000))))
+  await Effect.runPromise(Effect.provideService(Effect.asVoid(all), Clock.Clock, shiftedClock(-(registry.leaseMs + 1000))))
   return Effect.runPromise(all)
 }
 

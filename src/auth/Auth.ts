@@ -21,13 +21,13 @@ export interface AuthService {
 /** What auth is built from: the deployment token (the attestation key), providers and rules. */
 export type AuthSettings = Pick<PinboardConfig, "token" | "providers" | "namespaces">
 
-export class Auth extends Context.Tag("pinboard/Auth")<Auth, AuthService>() {
+export class Auth extends Context.Service<Auth, AuthService>()("pinboard/Auth") {
   static readonly layer: Layer.Layer<Auth, never, AppConfig> = Layer.effect(Auth, Effect.flatMap(AppConfig, (config) => makeAuth(config)))
 }
 
 const makeAuth = (config: AuthSettings): Effect.Effect<AuthService> =>
   Effect.gen(function* () {
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const key = attestationKey(Redacted.value(config.token))
     const sign = makeAttestationSigner(key)
     const providers = new Map<string, Provider>()
@@ -46,6 +46,6 @@ const makeAuth = (config: AuthSettings): Effect.Effect<AuthService> =>
               verified === "invalid" ? new InvalidAttestation() : verified === "expired" ? new AttestationExpired() : Effect.succeed(verified)
           )
         ),
-      attest: (claims) => sign(claims, clock.unsafeCurrentTimeMillis())
+      attest: (claims) => sign(claims, clock.currentTimeMillisUnsafe())
     }
   })

@@ -2,7 +2,7 @@
 // kept for JWKS_MAX_AGE_MS, refetched on an unknown `kid` at most once per
 // JWKS_REFETCH_COOLDOWN_MS. An outage fails closed: no keys, no accepted token. Times come
 // from Clock, so TestClock drives the cache; jose picks the key from the document.
-import { Clock, Data, Duration, Effect } from "effect"
+import { Clock, Data, Duration, Effect, Semaphore } from "effect"
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from "jose"
 
 export const JWKS_FETCH_TIMEOUT = Duration.seconds(3)
@@ -41,7 +41,7 @@ export interface RemoteJwks {
 }
 
 export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOverHttp): Effect.Effect<RemoteJwks> =>
-  Effect.map(Effect.makeSemaphore(1), (lock) => {
+  Effect.map(Semaphore.make(1), (lock) => {
     let fetched: Fetched | undefined
     /** Fetch attempts finished; a caller that queued behind one takes its outcome. */
     let attemptsDone = 0
@@ -52,7 +52,10 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
       try: (signal) => fetchJwks(url, signal),
       catch: (cause) => (cause instanceof JwksUnavailable ? cause : new JwksUnavailable({ message: `JWKS ${url}: ${String(cause)}` }))
     }).pipe(
-      Effect.timeoutFail({ duration: JWKS_FETCH_TIMEOUT, onTimeout: () => new JwksUnavailable({ message: `JWKS ${url}: no answer in time` }) }),
+      Effect.timeoutOrElse({
+        duration: JWKS_FETCH_TIMEOUT,
+        orElse: () => Effect.fail(new JwksUnavailable({ message: `JWKS ${url}: no answer in time` }))
+      }),
       Effect.flatMap((document) =>
         isKeySet(document)
           ? Effect.try({ try: () => createLocalJWKSet(document), catch: () => new JwksUnavailable({ message: `JWKS ${url}: not a key set` }) })
@@ -72,10 +75,8 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
             lastAttemptAt = now
             return download.pipe(
               Effect.map((select) => (fetched = { select, fetchedAt: now })),
-              Effect.tapBoth({
-                onSuccess: () => Effect.sync(() => (lastAttemptFailed = false)),
-                onFailure: (error) => Effect.zipRight(Effect.sync(() => (lastAttemptFailed = true)), Effect.logWarning(error.message))
-              }),
+              Effect.tap(() => Effect.sync(() => (lastAttemptFailed = false))),
+              Effect.tapError((error) => Effect.andThen(Effect.sync(() => (lastAttemptFailed = true)), Effect.logWarning(error.message))),
               Effect.ensuring(Effect.sync(() => attemptsDone++))
             )
           })
@@ -99,7 +100,7 @@ export const makeRemoteJwks = (url: string, fetchJwks: FetchJwks = fetchJwksOver
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(current(now), (keys) =>
             select(keys, header).pipe(
-              Effect.catchAll((cause) => {
+              Effect.catch((cause) => {
                 const unknownKid = cause instanceof errors.JWKSNoMatchingKey
                 if (unknownKid && now - keys.fetchedAt >= JWKS_REFETCH_COOLDOWN_MS && now - lastAttemptAt >= JWKS_REFETCH_COOLDOWN_MS) {
                   return Effect.flatMap(refresh(), (fresh) => select(fresh, header))

@@ -60,7 +60,7 @@ const jwtProvider = (config: JwtProviderConfig, fetchJwks: FetchJwks | undefined
         )
       ).pipe(
         Effect.map(({ payload }) => Option.some(principalOf(payload))),
-        Effect.orElse(() => rejected)
+        Effect.catch(() => rejected)
       )
   })
 
@@ -75,7 +75,7 @@ const apiKeyProvider = (config: ApiKeyProviderConfig): Provider => {
       // Every key is compared, so the time taken does not tell which one matched.
       let found: Principal | undefined
       for (const key of keys) if (timingSafeEqual(digest, key.digest)) found ??= key.principal
-      return Option.fromNullable(found)
+      return Option.fromNullishOr(found)
     })
 }
 

@@ -1,7 +1,7 @@
 // Pinboard's command line (docs/config.md "Command line"): a command, then its flags. Read
 // with node:util parseArgs in strict mode, so an unknown flag or command is a usage error.
 import { parseArgs } from "node:util"
-import { Data, Either } from "effect"
+import { Data, Result } from "effect"
 import type { CommandLineFlags } from "../config/Sources.js"
 
 export type Command =
@@ -25,9 +25,9 @@ const OPTIONS = {
 
 const COMMANDS = ["serve", "config", "inspect", "help"] as const
 
-export const parseCommandLine = (argv: ReadonlyArray<string>): Either.Either<Command, UsageError> => {
-  const usage = (message: string) => Either.left(new UsageError({ message }))
-  if (argv[0] === "inspect") return Either.right({ _tag: "Inspect", argv: argv.slice(1) })
+export const parseCommandLine = (argv: ReadonlyArray<string>): Result.Result<Command, UsageError> => {
+  const usage = (message: string) => Result.fail(new UsageError({ message }))
+  if (argv[0] === "inspect") return Result.succeed({ _tag: "Inspect", argv: argv.slice(1) })
   let parsed
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
@@ -37,8 +37,8 @@ export const parseCommandLine = (argv: ReadonlyArray<string>): Either.Either<Com
     return usage(message.split("\n")[0]!.replace(/\. To specify .*$/, "."))
   }
   const { values, positionals } = parsed
-  if (values.help === true) return Either.right({ _tag: "Help" })
-  if (values.version === true) return Either.right({ _tag: "Version" })
+  if (values.help === true) return Result.succeed({ _tag: "Help" })
+  if (values.version === true) return Result.succeed({ _tag: "Version" })
   const [command = "serve", ...rest] = positionals
   if (rest.length > 0) return usage(`unexpected argument ${JSON.stringify(rest[0])}`)
   const empty = (["config", "port", "host", "redis-url"] as const).find((name) => values[name] === "")
@@ -46,11 +46,11 @@ export const parseCommandLine = (argv: ReadonlyArray<string>): Either.Either<Com
   const flags: CommandLineFlags = { config: values.config, port: values.port, host: values.host, redisUrl: values["redis-url"] }
   switch (command) {
     case "serve":
-      return Either.right({ _tag: "Serve", flags })
+      return Result.succeed({ _tag: "Serve", flags })
     case "config":
-      return Either.right({ _tag: "Config", flags })
+      return Result.succeed({ _tag: "Config", flags })
     case "help":
-      return Either.right({ _tag: "Help" })
+      return Result.succeed({ _tag: "Help" })
     case "inspect":
       return usage("inspect comes first: pinboard inspect ...")
     default:

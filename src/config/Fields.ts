@@ -1,39 +1,29 @@
 // Field schemas of the configuration (docs/config.md). Each carries the "expected …"
 // half of its error message; the loader prefixes the field and appends what it got.
-import { ParseResult, Schema } from "effect"
+import { Effect, Schema, SchemaGetter, SchemaIssue, SchemaTransformation } from "effect"
 import type { LogLevelName } from "../serving/LogLine.js"
 import { isAddressOrRange } from "../serving/TrustedProxies.js"
 import { isHttpUrl } from "../serving/Otlp.js"
 
-/** Message annotation for a leaf: also replaces the message of a failing `from` (a string where a number belongs). */
-export const expected = (what: string) => ({
-  message: () => ({ message: `expected ${what}`, override: true })
-})
-
-/** Message annotation for a container: only for the container itself, so nested messages still show. */
-export const expectedShape = (what: string) => ({ message: () => `expected ${what}` })
-
-const isPlainObject = (u: unknown): boolean => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
- * A struct that first checks it was given an object: a struct whose fields have
- * defaults is a transformation, and its own message annotation does not reach that
- * check. (The guard only vouches for "an object"; the struct then checks the rest.)
+ * Message annotation for a leaf: it stands for any failure of the value, a failing check as
+ * well as the wrong type (a string where a number belongs). Read by config/Messages.ts.
  */
-export const objectOf = <A, I>(struct: Schema.Schema<A, I>): Schema.Schema<A, I> =>
-  Schema.compose(
-    Schema.declare((u: unknown): u is I => isPlainObject(u), expectedShape("an object")),
-    struct,
-    { strict: true }
-  )
+export const expected = (what: string) => ({ message: `expected ${what}`, override: true })
+
+/** Message annotation for a container: only for the container itself (the wrong type, its own check), so nested messages still show. */
+export const expectedShape = (what: string) => ({ message: `expected ${what}` })
+
+/** A struct that is also told apart from what is not an object (a list included), with that message. */
+export const objectOf = <S extends Schema.Top>(struct: S): S["Rebuild"] => struct.annotate(expectedShape("an object"))
 
 /** setTimeout keeps its delay in a signed 32-bit integer; a larger one fires at once. */
 export const MAX_TIMER_MS = 2_147_483_647
 
 export const integer = (min: number, max: number, what = `an integer from ${min} to ${max}`) =>
-  Schema.Number.pipe(Schema.filter((n) => Number.isInteger(n) && n >= min && n <= max, expected(what)))
+  Schema.Number.check(Schema.makeFilter((n: number) => Number.isInteger(n) && n >= min && n <= max, expected(what)))
 
-export const NonEmptyString = Schema.String.pipe(Schema.filter((s) => s.length > 0, expected("a non-empty string")))
+export const NonEmptyString = Schema.String.check(Schema.makeFilter((s: string) => s.length > 0, expected("a non-empty string")))
 
 export const Port = integer(1, 65535)
 export const Buckets = integer(1, 16384)
@@ -43,15 +33,15 @@ export const NonNegativeMs = integer(0, MAX_TIMER_MS, `an integer of millisecond
 export const PositiveInt = integer(1, Number.MAX_SAFE_INTEGER, "a positive integer")
 /** An HTTP/2 SETTINGS value or a count under one: a 31-bit positive integer (RFC 9113 6.5.2). */
 export const Http2Limit = integer(1, 2 ** 31 - 1, `a positive integer (at most ${2 ** 31 - 1})`)
-export const BalanceFactor = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
+export const BalanceFactor = Schema.Number.check(
+  Schema.makeFilter((n: number) => Number.isFinite(n) && n >= 1, expected("a finite number >= 1"))
 )
-export const Flag = Schema.Boolean.annotations(expected("true or false"))
+export const Flag = Schema.Boolean.annotate(expected("true or false"))
 /** The log levels of serving/LogLine.ts, as a setting. */
-export const LogLevelSetting = Schema.Literal("debug", "info", "warning", "error").annotations(
+export const LogLevelSetting = Schema.Literals(["debug", "info", "warning", "error"]).annotate(
   expected("one of debug, info, warning, error")
-) satisfies Schema.Schema<LogLevelName>
-export const Token = Schema.Redacted(NonEmptyString)
+) satisfies Schema.Codec<LogLevelName>
+export const Token = Schema.RedactedFromValue(NonEmptyString)
 
 const urlWithProtocol = (s: string, protocols: ReadonlyArray<string>): boolean => {
   try {
@@ -61,14 +51,14 @@ const urlWithProtocol = (s: string, protocols: ReadonlyArray<string>): boolean =
   }
 }
 
-export const RedisUrl = Schema.String.pipe(
-  Schema.filter((s) => urlWithProtocol(s, ["redis:", "rediss:"]), expected("a redis:// or rediss:// URL"))
+export const RedisUrl = Schema.String.check(
+  Schema.makeFilter((s: string) => urlWithProtocol(s, ["redis:", "rediss:"]), expected("a redis:// or rediss:// URL"))
 )
 
 /** Where traces go (OTLP/HTTP); spans are POSTed to `<endpoint>/v1/traces`. */
-export const OtlpEndpoint = Schema.String.pipe(Schema.filter(isHttpUrl, expected("an http:// or https:// URL")))
-export const SampleRatio = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 0 && n <= 1, expected("a number from 0 to 1"))
+export const OtlpEndpoint = Schema.String.check(Schema.makeFilter(isHttpUrl, expected("an http:// or https:// URL")))
+export const SampleRatio = Schema.Number.check(
+  Schema.makeFilter((n: number) => Number.isFinite(n) && n >= 0 && n <= 1, expected("a number from 0 to 1"))
 )
 
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
@@ -76,25 +66,27 @@ const isHostPort = (s: string): boolean => {
   const port = HOST_PORT.exec(s)?.[1]
   return port !== undefined && Number(port) >= 1 && Number(port) <= 65535
 }
-export const HostPort = Schema.String.pipe(Schema.filter(isHostPort, expected("host:port")))
+export const HostPort = Schema.String.check(Schema.makeFilter(isHostPort, expected("host:port")))
 /** Redis Cluster seed nodes, or Redis Sentinels. */
-export const RedisNodes = Schema.Array(HostPort).pipe(
-  Schema.filter((a) => a.length > 0, expectedShape("a non-empty list of host:port"))
+export const RedisNodes = Schema.Array(HostPort).check(
+  Schema.makeFilter((a: ReadonlyArray<string>) => a.length > 0, expectedShape("a non-empty list of host:port"))
 )
 /** A trusted proxy: an IPv4 or IPv6 address, or a CIDR range of either (docs/deploy.md "Behind a load balancer"). */
-export const ProxyAddress = Schema.String.pipe(Schema.filter(isAddressOrRange, expected("an IP address or a CIDR range (10.0.0.0/8, fd00::/8)")))
+export const ProxyAddress = Schema.String.check(
+  Schema.makeFilter(isAddressOrRange, expected("an IP address or a CIDR range (10.0.0.0/8, fd00::/8)"))
+)
 
 /** A Redis or Sentinel password (an ACL user's, or `requirepass`'s). */
-export const RedisPassword = Schema.Redacted(NonEmptyString)
+export const RedisPassword = Schema.RedactedFromValue(NonEmptyString)
 /** A file read at start (a mounted secret, a PEM certificate or key). */
 export const FilePath = NonEmptyString
 
 // Every Redis key carries the hash tag `{<prefix>:<bucket>}` (docs/protocol.md); a brace would break it.
-export const RedisPrefix = Schema.String.pipe(
-  Schema.filter((s) => s.length > 0 && !/[{}]/.test(s), expected("a non-empty string without { or }"))
+export const RedisPrefix = Schema.String.check(
+  Schema.makeFilter((s: string) => s.length > 0 && !/[{}]/.test(s), expected("a non-empty string without { or }"))
 )
 
-export const Takeover = Schema.Literal("wind_down", "deny").annotations(expected(`"wind_down" or "deny"`))
+export const Takeover = Schema.Literals(["wind_down", "deny"]).annotate(expected(`"wind_down" or "deny"`))
 export type Takeover = typeof Takeover.Type
 
 /** An env not configured otherwise takes over with a wind-down (docs/proxy.md "Hostname-aware mode"). */
@@ -105,18 +97,16 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const isToken = (s: string): boolean => TOKEN.test(s)
 
 /** A header name, lowercased as Node presents incoming headers. */
-export const HeaderName = Schema.transform(
-  Schema.String.pipe(Schema.filter(isToken, expected("a header name"))),
-  Schema.String,
-  { strict: true, decode: (s) => s.toLowerCase(), encode: (s) => s }
+export const HeaderName = Schema.String.check(Schema.makeFilter(isToken, expected("a header name"))).pipe(
+  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s }))
 )
-export const CookieName = Schema.String.pipe(Schema.filter(isToken, expected("a cookie name")))
+export const CookieName = Schema.String.check(Schema.makeFilter(isToken, expected("a cookie name")))
 
-const AffinityKeyType = Schema.Union(
+const AffinityKeyType = Schema.Union([
   Schema.TaggedStruct("ip", {}),
   Schema.TaggedStruct("header", { name: Schema.String }),
   Schema.TaggedStruct("cookie", { name: Schema.String })
-)
+])
 export type AffinityKey = typeof AffinityKeyType.Type
 
 const parseAffinityKey = (s: string): AffinityKey | undefined => {
@@ -130,14 +120,15 @@ const parseAffinityKey = (s: string): AffinityKey | undefined => {
   return undefined
 }
 
+const affinityKeyExpected = expected("ip, header:<name> or cookie:<name>")
+
 /** `ip`, `header:<name>` (name lowercased) or `cookie:<name>`. */
-export const AffinityKeyFromString = Schema.transformOrFail(Schema.String, AffinityKeyType, {
-  strict: true,
-  decode: (s, _, ast) => {
-    const key = parseAffinityKey(s)
-    return key === undefined
-      ? ParseResult.fail(new ParseResult.Type(ast, s, "expected ip, header:<name> or cookie:<name>"))
-      : ParseResult.succeed(key)
-  },
-  encode: (key) => ParseResult.succeed(key._tag === "ip" ? "ip" : `${key._tag}:${key.name}`)
-}).annotations(expected("ip, header:<name> or cookie:<name>"))
+export const AffinityKeyFromString = Schema.String.annotate(affinityKeyExpected).pipe(
+  Schema.decodeTo(AffinityKeyType, {
+    decode: SchemaGetter.transformEffect((s: string) => {
+      const key = parseAffinityKey(s)
+      return key === undefined ? Effect.fail(new SchemaIssue.InvalidValue(affinityKeyExpected)) : Effect.succeed(key)
+    }),
+    encode: SchemaGetter.transform((key: AffinityKey) => (key._tag === "ip" ? "ip" : `${key._tag}:${key.name}`))
+  })
+)

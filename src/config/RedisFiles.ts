@@ -2,7 +2,7 @@
 // secret) and the TLS PEM files, read at start. Config.ts reads them once to refuse a missing or
 // empty file with exit code 2; the connection reads them when it is made.
 import { readFileSync } from "node:fs"
-import { Either, Redacted } from "effect"
+import { Result, Redacted } from "effect"
 import type { PinboardConfig } from "./Schema.js"
 
 type RedisSettings = PinboardConfig["redis"]
@@ -21,27 +21,27 @@ export interface RedisFileProblem {
   readonly message: string
 }
 
-const read = (field: RedisFileProblem["field"], path: string | undefined): Either.Either<string | undefined, RedisFileProblem> => {
-  if (path === undefined) return Either.right(undefined)
+const read = (field: RedisFileProblem["field"], path: string | undefined): Result.Result<string | undefined, RedisFileProblem> => {
+  if (path === undefined) return Result.succeed(undefined)
   try {
     const text = readFileSync(path, "utf8")
     if (field !== "passwordFile" && !text.includes("-----BEGIN ")) {
-      return Either.left({ field, message: `expected a PEM file, got ${JSON.stringify(path)} without a "-----BEGIN" line` })
+      return Result.fail({ field, message: `expected a PEM file, got ${JSON.stringify(path)} without a "-----BEGIN" line` })
     }
-    return Either.right(text)
+    return Result.succeed(text)
   } catch (error) {
-    return Either.left({ field, message: `cannot read ${JSON.stringify(path)} (${error instanceof Error ? error.message : String(error)})` })
+    return Result.fail({ field, message: `cannot read ${JSON.stringify(path)} (${error instanceof Error ? error.message : String(error)})` })
   }
 }
 
 /** The password file's one line: a trailing line break (as `echo` and editors write) is not part of it. */
-const passwordIn = (text: string): Either.Either<Redacted.Redacted<string>, RedisFileProblem> => {
+const passwordIn = (text: string): Result.Result<Redacted.Redacted<string>, RedisFileProblem> => {
   const password = text.replace(/\r?\n$/, "")
-  return password === "" ? Either.left({ field: "passwordFile", message: "expected a file holding the password, got an empty one" }) : Either.right(Redacted.make(password))
+  return password === "" ? Result.fail({ field: "passwordFile", message: "expected a file holding the password, got an empty one" }) : Result.succeed(Redacted.make(password))
 }
 
-export const readRedisFiles = (settings: RedisSettings): Either.Either<RedisFileContents, RedisFileProblem> =>
-  Either.gen(function* () {
+export const readRedisFiles = (settings: RedisSettings): Result.Result<RedisFileContents, RedisFileProblem> =>
+  Result.gen(function* () {
     const passwordText = yield* read("passwordFile", settings.passwordFile)
     const password = passwordText === undefined ? settings.password : yield* passwordIn(passwordText)
     return {

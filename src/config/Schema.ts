@@ -1,35 +1,35 @@
 // The whole configuration as one Schema (docs/config.md): the JSON file's shape on the
 // encoded side (environment values are merged into it first), PinboardConfig on
 // the decoded side, defaults filled in.
-import { Option, Schema } from "effect"
+import { Effect, Option, Schema, SchemaGetter, SchemaTransformation } from "effect"
 import { NamespaceRule, Provider } from "./Auth.js"
 import {
   AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, Http2Limit, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
   NonNegativeMs, PositiveInt, PositiveMs, ProxyAddress, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
 } from "./Fields.js"
 
-const exact = { exact: true } as const
-const withDefault = <S extends Schema.Schema.AnyNoContext>(schema: S, value: () => Schema.Schema.Type<S>) =>
-  Schema.optionalWith(schema, { exact: true, default: value })
+/** Absent from the file: `value()` (a fresh one each time). */
+const withDefault = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S, value: () => S["Type"]) =>
+  schema.pipe(Schema.withDecodingDefaultTypeKey(Effect.sync(value)))
 
 /** Absent from the file, `undefined` in the config: the key is always there, to read or to override. */
-const optionalOrUndefined = <A, I>(schema: Schema.Schema<A, I>) =>
-  Schema.optionalToRequired(schema, Schema.UndefinedOr(Schema.typeSchema(schema)), {
-    decode: Option.getOrUndefined,
-    encode: Option.fromNullable
-  })
+const optionalOrUndefined = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S) =>
+  Schema.optionalKey(schema).pipe(
+    Schema.decodeTo(Schema.UndefinedOr(Schema.toType(schema)), {
+      decode: SchemaGetter.transformOptional((value) => Option.some(Option.getOrUndefined(value))),
+      encode: SchemaGetter.transformOptional(Option.flatMap(Option.fromUndefinedOr))
+    })
+  )
 
-/** An optional object whose own fields all have defaults. */
-const section = <A, I>(struct: Schema.Schema<A, I>) => {
-  const checked = objectOf(struct)
-  return Schema.optionalWith(checked, { exact: true, default: () => Schema.decodeUnknownSync(checked)({}) })
-}
+/** An optional object whose own fields all have defaults: absent, it is `{}` with those. */
+const section = <S extends Schema.Top & { readonly Encoded: object; readonly DecodingServices: never; readonly EncodingServices: never }>(struct: S) =>
+  objectOf(struct).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 
 const ConfigFields = Schema.Struct({
   port: withDefault(Port, () => 8080),
   host: withDefault(NonEmptyString, () => "0.0.0.0"),
   /** Peers whose `X-Forwarded-For` names the client (docs/deploy.md "Behind a load balancer"). */
-  trustedProxies: withDefault(Schema.Array(ProxyAddress).annotations(expectedShape("a list of IP addresses and CIDR ranges")), () => []),
+  trustedProxies: withDefault(Schema.Array(ProxyAddress).annotate(expectedShape("a list of IP addresses and CIDR ranges")), () => []),
   /** Every connection to `port` opens with a PROXY protocol header (v1 or v2). */
   proxyProtocol: withDefault(Flag, () => false),
   /** The data-plane listener speaks TLS with this certificate chain and key, both or neither (docs/deploy.md "TLS"). */
@@ -91,10 +91,9 @@ const ConfigFields = Schema.Struct({
   hostnameAware: withDefault(Flag, () => false),
   /** Envs not listed take over with `wind_down`; see `takeoverOf`. */
   envs: withDefault(
-    Schema.Record({
-      key: Schema.String,
-      value: objectOf(Schema.Struct({ takeover: withDefault(Takeover, () => DEFAULT_TAKEOVER) }))
-    }).annotations(expectedShape("an object")),
+    Schema.Record(Schema.String, objectOf(Schema.Struct({ takeover: withDefault(Takeover, () => DEFAULT_TAKEOVER) }))).annotate(
+      expectedShape("an object")
+    ),
     () => ({})
   ),
   forwards: section(Schema.Struct({
@@ -103,7 +102,7 @@ const ConfigFields = Schema.Struct({
   })),
   nack: section(Schema.Struct({
     threshold: withDefault(PositiveInt, () => 3),
-    windowMs: Schema.optionalWith(PositiveMs, exact) // default: one lease, filled in by PinboardConfigSchema
+    windowMs: Schema.optionalKey(PositiveMs) // default: one lease, filled in by PinboardConfigSchema
   })),
   /** `drainDelayMs`: how long requests are still served after SIGTERM, `/readyz` already 503; then `graceMs` for those in flight. */
   shutdown: section(Schema.Struct({
@@ -129,12 +128,12 @@ const ConfigFields = Schema.Struct({
     sampleRatio: withDefault(SampleRatio, () => 1)
   })),
   providers: withDefault(
-    Schema.Record({ key: Schema.String, value: Provider }).annotations(expectedShape("an object")),
+    Schema.Record(Schema.String, Provider).annotate(expectedShape("an object")),
     () => ({})
   ),
   /** `undefined`: open, every namespace admitted without a credential. */
-  namespaces: optionalOrUndefined(Schema.Array(NamespaceRule).annotations(expectedShape("a list of namespace rules")))
-}).annotations(expectedShape("a JSON object"))
+  namespaces: optionalOrUndefined(Schema.Array(NamespaceRule).annotate(expectedShape("a list of namespace rules")))
+}).annotate(expectedShape("a JSON object"))
 
 type ConfigFields = typeof ConfigFields.Type
 
@@ -145,20 +144,20 @@ const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
   const seen = new Set<string>()
   c.namespaces?.forEach((rule, i) => {
     if (seen.has(rule.namespace)) {
-      issues.push({ path: ["namespaces", i, "namespace"], message: "expected a namespace no earlier rule names" })
+      issues.push({ path: ["namespaces", i, "namespace"], issue: "expected a namespace no earlier rule names" })
     }
     seen.add(rule.namespace)
     rule.providers?.forEach((name, j) => {
       if (!providerNames.includes(name)) {
-        issues.push({ path: ["namespaces", i, "providers", j], message: "expected the name of a provider in providers" })
+        issues.push({ path: ["namespaces", i, "providers", j], issue: "expected the name of a provider in providers" })
       }
     })
     if (rule.auth !== "none" && (rule.providers ?? providerNames).length === 0) {
-      issues.push({ path: ["namespaces", i, "providers"], message: `expected at least one provider for auth "${rule.auth}"` })
+      issues.push({ path: ["namespaces", i, "providers"], issue: `expected at least one provider for auth "${rule.auth}"` })
     }
     // With no credential checked there is no principal to hold them: every request would be refused.
     if (rule.auth === "none" && (rule.scopes ?? []).length > 0) {
-      issues.push({ path: ["namespaces", i, "scopes"], message: `expected no scopes for auth "none" (scopes are checked against a credential)` })
+      issues.push({ path: ["namespaces", i, "scopes"], issue: `expected no scopes for auth "none" (scopes are checked against a credential)` })
     }
   })
   return issues
@@ -173,30 +172,30 @@ const listenerIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
   ]
   return taken
     .filter((other) => port !== undefined && other.port === port)
-    .map((other) => ({ path: ["registry", "port"], message: `expected a port other than ${other.by} (${port})` }))
+    .map((other) => ({ path: ["registry", "port"], issue: `expected a port other than ${other.by} (${port})` }))
 }
 
 /** A certificate goes with its key. */
 const tlsIssues = (t: ConfigFields["tls"]): Array<Schema.FilterIssue> =>
   (t.cert === undefined) === (t.key === undefined)
     ? []
-    : [{ path: ["tls", t.cert === undefined ? "cert" : "key"], message: "expected tls.cert (PINBOARD_TLS_CERT) and tls.key (PINBOARD_TLS_KEY) together" }]
+    : [{ path: ["tls", t.cert === undefined ? "cert" : "key"], issue: "expected tls.cert (PINBOARD_TLS_CERT) and tls.key (PINBOARD_TLS_KEY) together" }]
 
 /** h2c is HTTP/2 on a plain listener: over TLS, ALPN offers HTTP/2 (`http2.enabled`). */
 const h2cIssues = (c: ConfigFields): Array<Schema.FilterIssue> =>
   c.http2.h2c && c.tls.cert !== undefined
-    ? [{ path: ["tls", "cert"], message: "expected no http2.h2c (PINBOARD_H2C) with it: over TLS, ALPN offers HTTP/2 (PINBOARD_HTTP2)" }]
+    ? [{ path: ["tls", "cert"], issue: "expected no http2.h2c (PINBOARD_H2C) with it: over TLS, ALPN offers HTTP/2 (PINBOARD_HTTP2)" }]
     : []
 
 /** The Redis section's rules: one mode, and no setting that its mode or TLS leaves unused. */
 const redisIssues = (r: ConfigFields["redis"]): Array<Schema.FilterIssue> => {
   const issues: Array<Schema.FilterIssue> = []
-  const issue = (field: string, message: string) => issues.push({ path: ["redis", field], message })
+  const issue = (field: string, message: string) => issues.push({ path: ["redis", field], issue: message })
   const modes = [r.url, r.cluster, r.sentinels].filter((mode) => mode !== undefined).length
   if (modes > 1) {
     issues.push({
       path: ["redis"],
-      message: "expected one of url (PINBOARD_REDIS_URL), cluster (PINBOARD_REDIS_CLUSTER) or sentinels (PINBOARD_REDIS_SENTINELS), not several"
+      issue: "expected one of url (PINBOARD_REDIS_URL), cluster (PINBOARD_REDIS_CLUSTER) or sentinels (PINBOARD_REDIS_SENTINELS), not several"
     })
   }
   if (r.sentinels !== undefined && r.sentinelMaster === undefined) {
@@ -221,20 +220,24 @@ const redisIssues = (r: ConfigFields["redis"]): Array<Schema.FilterIssue> => {
   return issues
 }
 
-const Checked = ConfigFields.pipe(Schema.filter(crossFieldIssues))
+const Checked = ConfigFields.check(Schema.makeFilter(crossFieldIssues))
 
 // The decoded side: the fields' own types, with `nack.windowMs` always set.
-const Resolved = Schema.typeSchema(Schema.Struct({
+const Resolved = Schema.toType(Schema.Struct({
   ...ConfigFields.fields,
   nack: Schema.Struct({ threshold: PositiveInt, windowMs: PositiveMs })
 }))
 
-export const PinboardConfigSchema = Schema.transform(Checked, Resolved, {
-  strict: true,
-  // One default is another field's value, so it is filled in once every field has its own.
-  decode: (c) => ({ ...c, nack: { threshold: c.nack.threshold, windowMs: c.nack.windowMs ?? c.leaseMs } }),
-  encode: (c) => c
-})
+export const PinboardConfigSchema = Checked.pipe(
+  Schema.decodeTo(
+    Resolved,
+    SchemaTransformation.transform({
+      // One default is another field's value, so it is filled in once every field has its own.
+      decode: (c: ConfigFields): typeof Resolved.Type => ({ ...c, nack: { threshold: c.nack.threshold, windowMs: c.nack.windowMs ?? c.leaseMs } }),
+      encode: (c: typeof Resolved.Type): ConfigFields => c
+    })
+  )
+)
 
 export type PinboardConfig = typeof PinboardConfigSchema.Type
 

@@ -61,10 +61,10 @@ const end = (group: ReadonlyArray<Child>): Effect.Effect<void> => {
   return Effect.sync(() => {
     for (const child of group) if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill("SIGTERM")
   }).pipe(
-    Effect.zipRight(exited),
+    Effect.andThen(exited),
     Effect.timeout(STOP_GRACE),
-    Effect.catchTag("TimeoutException", () =>
-      Effect.zipRight(Effect.sync(() => group.forEach((child) => child.process.kill("SIGKILL"))), exited)
+    Effect.catchTag("TimeoutError", () =>
+      Effect.andThen(Effect.sync(() => group.forEach((child) => child.process.kill("SIGKILL"))), exited)
     ),
     Effect.asVoid
   )

@@ -78,7 +78,7 @@ const startPinboard = (): Effect.Effect<void, unknown> => {
 
 /** Starts a worker and resolves once it has registered; a worker that dies is started again after one lease. */
 const startWorker = (worker: string): Effect.Effect<Child> =>
-  Effect.async<Child>((registered) => {
+  Effect.callback<Child>((registered) => {
     const args = ["--pinboard", pinboardUrl, "--token", TOKEN, "--worker", worker, "--port", "0"]
     const child: Child = start({
       name: worker,

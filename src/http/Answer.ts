@@ -2,7 +2,7 @@
 // logged), and an instance request's outcome with what it was answered and, once the response
 // closes, the status the client was sent, for the exchange's observer (observe/Exchange.ts).
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Result } from "effect"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { type CatalogueError, internalError, type Reply } from "../Errors.js"
 import { NO_FACTS, type ExchangeFacts, type OwnAnswer } from "../observe/Exchange.js"
@@ -27,6 +27,8 @@ const logBadGateway = (error: CatalogueError, facts: ExchangeFacts) =>
     })
   )
 
+const NOT_ANSWERED = Effect.succeed(undefined)
+
 /**
  * Answers a failure: a catalogue error with its reply; anything else is a defect, logged and
  * answered `500 internal error`; an interruption, not at all. Gives what was answered.
@@ -36,18 +38,19 @@ export const answerFailure = <E extends CatalogueError>(
   write: (reply: Reply) => void,
   facts: ExchangeFacts
 ): Effect.Effect<OwnAnswer | undefined> => {
-  const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
+  const failure = Cause.findError(cause)
+  if (Result.isSuccess(failure)) {
+    const error = failure.success
     const reply = error.reply
     const written = Effect.sync(() => {
       write(reply)
       return { error: error._tag, status: reply.status, reason: reasonOf(error) }
     })
-    return reply.status === 502 ? Effect.zipRight(logBadGateway(error, facts), written) : written
+    return reply.status === 502 ? Effect.andThen(logBadGateway(error, facts), written) : written
   }
-  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(undefined)
-  return Effect.zipRight(
+  // Interrupted, or nothing to answer (an empty cause).
+  if (cause.reasons.every(Cause.isInterruptReason)) return NOT_ANSWERED
+  return Effect.andThen(
     Effect.logError("unhandled error", cause),
     Effect.sync(() => {
       write(internalError)
@@ -58,7 +61,7 @@ export const answerFailure = <E extends CatalogueError>(
 
 /** One catch, so that a request that succeeds pays for one frame and one closure. */
 const answering = <E extends CatalogueError, R>(handler: Effect.Effect<unknown, E, R>, write: (reply: Reply) => void): Effect.Effect<void, never, R> =>
-  Effect.catchAllCause(handler, (cause) => Effect.asVoid(answerFailure(cause, write, NO_FACTS)))
+  Effect.catchCause(handler, (cause) => Effect.asVoid(answerFailure(cause, write, NO_FACTS)))
 
 /** A handler's failure answered with its catalogue reply (or 500). */
 export const respond = <E extends CatalogueError, R>(req: IncomingMessage, res: ServerResponse, handler: Effect.Effect<unknown, E, R>) =>
@@ -67,8 +70,6 @@ export const respond = <E extends CatalogueError, R>(req: IncomingMessage, res: 
 /** An instance request's outcome answered: what Pinboard wrote itself, if it did. */
 export const answerOutcome = (outcome: Outcome, write: (reply: Reply) => void): Effect.Effect<OwnAnswer | undefined> =>
   outcome.failure === undefined ? NOT_ANSWERED : answerFailure<CatalogueError>(outcome.failure, write, outcome)
-
-const NOT_ANSWERED = Effect.succeed(undefined)
 
 /** An instance request's outcome answered, unobserved (the pipeline harness's server). */
 export const respondToOutcome = (req: IncomingMessage, res: ServerResponse, outcome: Effect.Effect<InstanceOutcome>) =>

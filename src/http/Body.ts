@@ -6,7 +6,7 @@ import { BodyTooLarge, InvalidRequest } from "../Errors.js"
 export const REGISTRY_BODY_LIMIT = 64 * 1024
 
 export const readBody = (req: IncomingMessage, limit: number): Effect.Effect<Buffer, BodyTooLarge | InvalidRequest> =>
-  Effect.async<Buffer, BodyTooLarge | InvalidRequest>((resume) => {
+  Effect.callback<Buffer, BodyTooLarge | InvalidRequest>((resume) => {
     const declared = Number(req.headers["content-length"] ?? 0)
     if (declared > limit) {
       req.resume()

@@ -48,7 +48,7 @@ const SIGNALS = ["SIGTERM", "SIGINT"] as const
  */
 export const nextStopSignal: Effect.Effect<Effect.Effect<void>, never, Scope.Scope> = Effect.gen(function* () {
   const signalled = yield* Deferred.make<void>()
-  const cut = () => Deferred.unsafeDone(signalled, Exit.void)
+  const cut = () => void Deferred.doneUnsafe(signalled, Exit.void)
   yield* Effect.acquireRelease(
     Effect.sync(() => SIGNALS.forEach((name) => process.once(name, cut))),
     () => Effect.sync(() => SIGNALS.forEach((name) => process.off(name, cut)))

@@ -2,7 +2,7 @@
 // format, and the fleet page (`/fleet`, `/fleet.js`, `/fleet.json`; FleetPage.ts). Its own
 // port, because on the data-plane port every path is an instance request.
 import http, { type ServerResponse } from "node:http"
-import { Context, Effect, Layer, Runtime } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { TEXT_PLAIN, type Reply } from "../Errors.js"
@@ -42,9 +42,9 @@ const answer = (res: ServerResponse, { reply, allow }: ListenerAnswer): void => 
   res.writeHead(reply.status, { "content-type": reply.contentType, ...(allow === undefined ? {} : { allow }) }).end(reply.body)
 }
 
-export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<MetricsServer, { readonly port: number | undefined }>() {
+export class MetricsServer extends Context.Service<MetricsServer, { readonly port: number | undefined }>()("pinboard/MetricsServer") {
   /** Listens on `metrics.port` (its bound port; none while metrics are off), closed with the layer. */
-  static readonly layer: Layer.Layer<MetricsServer, never, AppConfig | Metrics | Registry> = Layer.scoped(
+  static readonly layer: Layer.Layer<MetricsServer, never, AppConfig | Metrics | Registry> = Layer.effect(
     MetricsServer,
     Effect.gen(function* () {
       const config = yield* AppConfig
@@ -54,7 +54,7 @@ export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<Metrics
       const host = config.metrics.host ?? config.host
       const ring = makeRateRing(RATES_KEPT)
       yield* Effect.forkScoped(sampleForever(ring, metrics.answered))
-      const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+      const runPromise = Effect.runPromiseWith(yield* Effect.context<never>())
       const readSnapshot = () => runPromise(readFleet(registry, config.buckets, () => ratesOf(ring, SAMPLE_EVERY_MS)))
       const serveMetrics: Route = (req, res) =>
         void metrics.render().then(
@@ -72,7 +72,7 @@ export class MetricsServer extends Context.Tag("pinboard/MetricsServer")<Metrics
         route(req, res)
       })
       const port = yield* Effect.acquireRelease(Effect.orDie(listen(server, config.metrics.port, host)), () =>
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           server.closeAllConnections()
           server.close(() => resume(Effect.void))
         })

@@ -16,7 +16,7 @@ export const readyz = (shuttingDown: () => boolean) =>
     if (shuttingDown()) return yield* new NotReady({ reason: "shutting down" })
     const registry = yield* Registry
     yield* registry.ping.pipe(
-      Effect.timeoutFail({ duration: REGISTRY_ANSWER_WITHIN_MS, onTimeout: () => new NotReady({ reason: "registry slow" }) }),
+      Effect.timeoutOrElse({ duration: REGISTRY_ANSWER_WITHIN_MS, orElse: () => Effect.fail(new NotReady({ reason: "registry slow" })) }),
       Effect.catchTag("RegistryUnavailable", (error) =>
         new NotReady({ reason: error.reason === undefined ? "registry unavailable" : `registry unavailable: ${error.reason}` })
       )

@@ -35,8 +35,8 @@ const ok = (json: unknown): ApiAnswer => ({ status: 200, json })
 const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } | { _tag: "Conflict"; current: string | null }): ApiAnswer =>
   outcome._tag === "Done" ? ok({ [field]: true }) : { status: 409, json: { [field]: false, epoch: outcome.current } }
 
-const body = <A, I>(req: IncomingMessage, schema: Schema.Schema<A, I>) =>
-  Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => decodeBody(schema, input))
+const body = <A>(req: IncomingMessage, schema: Schema.Decoder<A>) =>
+  Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => Effect.fromResult(decodeBody(schema, input)))
 
 /** Each registration once; a hostname lowercased, as Pinboard reads the Host header. */
 const registrationsOf = (namespaces: ReadonlyArray<string | NamespaceRegistration>): ReadonlyArray<NamespaceRegistration> => {

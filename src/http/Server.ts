@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type https from "node:https"
-import { Context, Either, Effect, Layer, Runtime, type Scope } from "effect"
+import { Context, Effect, Layer, Result, Scheduler, type Scope } from "effect"
 import { pathOf } from "../Address.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { AppConfig } from "../AppConfig.js"
@@ -49,18 +49,21 @@ const routeOf = (url: string): DataPlaneRoute => {
 const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
   isReadMethod(req.method) ? answer : new MethodNotAllowed()
 
-export class Server extends Context.Tag("pinboard/Server")<Server, { readonly port: number }>() {
+export class Server extends Context.Service<Server, { readonly port: number }>()("pinboard/Server") {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
   static readonly layer: Layer.Layer<Server, never, AppConfig | Registry | InstancePipeline | Metrics | InflightCap | Tracing | ClientAddress> =
-    Layer.scoped(Server, Effect.suspend(() => serve))
+    Layer.effect(Server, Effect.suspend(() => serve))
 }
 
 const serve = Effect.gen(function* () {
   const config = yield* AppConfig
   const tracing = yield* Tracing
-  // With traces on, the request fibers run with the OTLP tracer (observe/Tracing.ts).
-  const runtime = yield* tracing.withTracer(Effect.withScheduler(Effect.runtime<Registry | AppConfig>(), makeRequestScheduler()))
-  const run = Runtime.runFork(runtime)
+  // The request fibers run on the request scheduler and, with traces on, with the OTLP tracer
+  // (observe/Tracing.ts): both in the context they are forked with.
+  const context = yield* tracing.withTracer(
+    Effect.provideService(Effect.context<Registry | AppConfig>(), Scheduler.Scheduler, makeRequestScheduler())
+  )
+  const run = Effect.runForkWith(context)
   const pipeline = yield* InstancePipeline
   let shuttingDown = false
   const tunnels: TunnelSet = new Set()
@@ -235,9 +238,9 @@ const tlsServer = (
 ): Effect.Effect<https.Server, never, Scope.Scope> =>
   Effect.gen(function* () {
     // Config.ts has loaded this pair once already: a failure now is a file changed meanwhile.
-    const pair = yield* Either.match(loadTlsPair(files), {
-      onLeft: (problem) => Effect.dieMessage(`tls.${problem.field}: ${problem.message}`),
-      onRight: Effect.succeed
+    const pair = yield* Result.match(loadTlsPair(files), {
+      onFailure: (problem) => Effect.die(new Error(`tls.${problem.field}: ${problem.message}`)),
+      onSuccess: Effect.succeed
     })
     const server = createTlsServer(timeouts, handler, listenerTlsOptions(pair, http2))
     yield* Effect.acquireRelease(

@@ -4,10 +4,10 @@
 import { Schema } from "effect"
 
 /** A string outside hostname-aware mode, an object within it. */
-export const NamespaceEntry = Schema.Union(
+export const NamespaceEntry = Schema.Union([
   Schema.String,
   Schema.Struct({ namespace: Schema.String, hostname: Schema.String, env: Schema.String })
-)
+])
 export type NamespaceEntry = typeof NamespaceEntry.Type
 
 export const ListedWorker = Schema.Struct({
@@ -25,7 +25,7 @@ export type ListedWorker = typeof ListedWorker.Type
 /** One page; `next`, when present, is the cursor of the page that follows. */
 export const WorkersAnswer = Schema.Struct({
   workers: Schema.Array(ListedWorker),
-  next: Schema.optionalWith(Schema.String, { exact: true })
+  next: Schema.optionalKey(Schema.String)
 })
 
 export const PlacementAnswer = Schema.Struct({

@@ -2,7 +2,7 @@
 // Names are checked against the registry API's own formats, so that a typo is a usage
 // error here (exit 2) rather than a 400 from Pinboard.
 import { parseArgs } from "node:util"
-import { Data, Either, Schema } from "effect"
+import { Data, Result, Schema } from "effect"
 import { isValidId, isValidNamespace } from "../Address.js"
 import { Env, Hostname, WorkerId } from "../http/RegistryBodies.js"
 
@@ -73,8 +73,8 @@ const OPTIONS = {
 const ID_ONLY = ["env", "host", "affinity", "caller"] as const
 
 /** `argv` is what follows `inspect`. */
-export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<InspectCommand, InspectUsageError> => {
-  const usage = (message: string) => Either.left(new InspectUsageError({ message }))
+export const parseInspectArgs = (argv: ReadonlyArray<string>): Result.Result<InspectCommand, InspectUsageError> => {
+  const usage = (message: string) => Result.fail(new InspectUsageError({ message }))
   let parsed
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
@@ -82,10 +82,10 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<Ins
     return usage(error instanceof Error ? error.message : String(error))
   }
   const { values, positionals } = parsed
-  if (values.help === true) return Either.right({ _tag: "Help" })
-  const pinboard = values.pinboard === undefined ? Either.right(undefined) : pinboardUrl(values.pinboard)
-  if (Either.isLeft(pinboard)) return usage(pinboard.left)
-  const options: CommonOptions = { pinboard: pinboard.right, json: values.json === true, config: values.config }
+  if (values.help === true) return Result.succeed({ _tag: "Help" })
+  const pinboard = values.pinboard === undefined ? Result.succeed(undefined) : pinboardUrl(values.pinboard)
+  if (Result.isFailure(pinboard)) return usage(pinboard.failure)
+  const options: CommonOptions = { pinboard: pinboard.success, json: values.json === true, config: values.config }
 
   const [subcommand, ...rest] = positionals
   switch (subcommand) {
@@ -93,7 +93,7 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<Ins
       if (rest.length > 0) return usage(`workers takes no arguments (got ${JSON.stringify(rest[0])})`)
       const misplaced = ID_ONLY.find((name) => values[name] !== undefined)
       if (misplaced !== undefined) return usage(`--${misplaced} applies to inspect id only`)
-      return Either.right({ _tag: "Workers", options })
+      return Result.succeed({ _tag: "Workers", options })
     }
     case "id": {
       if (rest.length !== 2) return usage("id takes <namespace> <id>")
@@ -110,7 +110,7 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<Ins
       if (values.caller !== undefined && !Schema.is(WorkerId)(values.caller)) {
         return usage(`--caller: expected a worker id (1-128 characters of [A-Za-z0-9._~-]), got ${JSON.stringify(values.caller)}`)
       }
-      return Either.right({ _tag: "Id", options, namespace, id, env, hostname, affinity: values.affinity, caller: values.caller })
+      return Result.succeed({ _tag: "Id", options, namespace, id, env, hostname, affinity: values.affinity, caller: values.caller })
     }
     case undefined:
       return usage("expected a subcommand: workers or id")
@@ -119,9 +119,9 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Either.Either<Ins
   }
 }
 
-const pinboardUrl = (raw: string): Either.Either<string, string> => {
+const pinboardUrl = (raw: string): Result.Result<string, string> => {
   const url = URL.canParse(raw) ? new URL(raw) : undefined
   return url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === ""
-    ? Either.right(raw.replace(/\/+$/, ""))
-    : Either.left(`--pinboard: expected an http: or https: URL, got ${JSON.stringify(raw)}`)
+    ? Result.succeed(raw.replace(/\/+$/, ""))
+    : Result.fail(`--pinboard: expected an http: or https: URL, got ${JSON.stringify(raw)}`)
 }

@@ -3,7 +3,7 @@
 // it and exit 1.
 import http from "node:http"
 import https from "node:https"
-import { Data, Duration, Effect, Either, Redacted, Schema } from "effect"
+import { Data, Duration, Effect, Result, Redacted, Schema } from "effect"
 import { type ListedWorker, PlacementAnswer, WorkersAnswer } from "./Answers.js"
 
 /** No answer (refused, reset, DNS, timeout). */
@@ -50,7 +50,7 @@ const reasonOf = (error: unknown): string =>
  */
 const get = (target: RegistryTarget, path: string): Effect.Effect<RawAnswer, PinboardUnreachable> => {
   const url = `${target.pinboard}${path}`
-  return Effect.async<RawAnswer, PinboardUnreachable>((resume, signal) => {
+  return Effect.callback<RawAnswer, PinboardUnreachable>((resume, signal) => {
     const base = new URL(target.pinboard)
     const client = base.protocol === "https:" ? https : http
     const req = client.request(
@@ -74,15 +74,15 @@ const get = (target: RegistryTarget, path: string): Effect.Effect<RawAnswer, Pin
     req.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: reasonOf(error) }))))
     req.end()
   }).pipe(
-    Effect.timeoutFail({
+    Effect.timeoutOrElse({
       duration: CALL_TIMEOUT,
-      onTimeout: () => new PinboardUnreachable({ url, reason: `no answer within ${Duration.format(CALL_TIMEOUT)}` })
+      orElse: () => Effect.fail(new PinboardUnreachable({ url, reason: `no answer within ${Duration.format(CALL_TIMEOUT)}` }))
     })
   )
 }
 
-const decode = <A, I>(schema: Schema.Schema<A, I>, url: string, body: string): Effect.Effect<A, UnexpectedAnswer> =>
-  Schema.decodeUnknown(Schema.parseJson(schema))(body).pipe(Effect.mapError(() => new UnexpectedAnswer({ url, body })))
+const decode = <A>(schema: Schema.Decoder<A>, url: string, body: string): Effect.Effect<A, UnexpectedAnswer> =>
+  Schema.decodeUnknownEffect(Schema.fromJsonString(schema))(body).pipe(Effect.mapError(() => new UnexpectedAnswer({ url, body })))
 
 /**
  * Every worker: `GET /registry/workers`, then again with `cursor` = the answer's `next` until an
@@ -106,7 +106,7 @@ export const listWorkers = Effect.fn("Inspect.listWorkers")(function*(target: Re
   }
 })
 
-const NotPlaced = Schema.parseJson(Schema.Struct({ error: Schema.Literal("not placed") }))
+const NotPlaced = Schema.fromJsonString(Schema.Struct({ error: Schema.Literal("not placed") }))
 
 /** The id's placement row; undefined when it has none (`404 {"error":"not placed"}`). */
 export const getPlacement = Effect.fn("Inspect.getPlacement")(function*(
@@ -118,7 +118,7 @@ export const getPlacement = Effect.fn("Inspect.getPlacement")(function*(
   const path = `/registry/placements/${key.namespace.slice(1)}/${key.id}${key.env === "" ? "" : `?env=${key.env}`}`
   const url = `${target.pinboard}${path}`
   const answer = yield* get(target, path)
-  if (answer.status === 404 && Either.isRight(Schema.decodeUnknownEither(NotPlaced)(answer.body))) return undefined
+  if (answer.status === 404 && Result.isSuccess(Schema.decodeUnknownResult(NotPlaced)(answer.body))) return undefined
   if (answer.status !== 200) return yield* new PinboardAnswered({ url, ...answer })
   return yield* decode(PlacementAnswer, url, answer.body)
 })

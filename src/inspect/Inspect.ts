@@ -1,7 +1,7 @@
 // `pinboard inspect` (docs/inspect.md): Pinboard's configuration for the deployment token and
 // the placement policy, two reads of the registry API, the explanation, then text or JSON.
 // Exit codes: 0 done; 1 Pinboard unreachable or answered an error; 2 bad usage or configuration.
-import { Clock, Console, Effect, Either } from "effect"
+import { Clock, Console, Effect, Result } from "effect"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "../Config.js"
 import type { Env } from "../config/Sources.js"
 import { bucketOf } from "../contract/Bucket.js"
@@ -29,7 +29,7 @@ const complain = (code: ExitCode, message: string) => Effect.as(Console.error(`p
 
 const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, InspectUsageError | ConfigInvalid | RegistryReadError> =>
   Effect.gen(function*() {
-    const command = yield* Either.match(parseInspectArgs(argv), { onLeft: Effect.fail, onRight: Effect.succeed })
+    const command = yield* Result.match(parseInspectArgs(argv), { onFailure: Effect.fail, onSuccess: Effect.succeed })
     if (command._tag === "Help") {
       yield* Console.log(USAGE)
       return 0 as const

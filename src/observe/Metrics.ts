@@ -53,7 +53,7 @@ export interface MetricsService {
   readonly render: () => Promise<{ readonly body: string; readonly contentType: string }>
 }
 
-export class Metrics extends Context.Tag("pinboard/Metrics")<Metrics, MetricsService>() {
+export class Metrics extends Context.Service<Metrics, MetricsService>()("pinboard/Metrics") {
   /** On when `metrics.port` is set; off, every call is a no-op. */
   static readonly layer: Layer.Layer<Metrics, never, AppConfig> = Layer.effect(
     Metrics,

@@ -86,7 +86,7 @@ const sampleSchedule = Schedule.fixed(Duration.millis(SAMPLE_EVERY_MS))
 
 /** Samples `totals` into `ring` now and then every SAMPLE_EVERY_MS, for as long as it runs. */
 export const sampleForever = (ring: RateRing, totals: AnsweredTotals): Effect.Effect<void> =>
-  Effect.clockWith((clock) => Effect.sync(() => recordSample(ring, clock.unsafeCurrentTimeMillis(), totals))).pipe(
+  Effect.clockWith((clock) => Effect.sync(() => recordSample(ring, clock.currentTimeMillisUnsafe(), totals))).pipe(
     Effect.repeat(sampleSchedule),
     Effect.asVoid
   )

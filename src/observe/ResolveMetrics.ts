@@ -43,11 +43,16 @@ export const meteredResolve = <Request extends ResolveFacts, Placement extends {
     Effect.suspend(() => {
       const started = performance.now()
       const seconds = () => (performance.now() - started) / 1000
-      return resolve(request).pipe(
-        Effect.tapBoth({
-          onSuccess: (placement) => Effect.sync(() => metrics.resolve(request.namespace, outcomeOf(request, placement), seconds())),
-          onFailure: (error) => Effect.sync(() => metrics.resolve(request.namespace, REFUSED[error._tag], seconds()))
-        })
-      )
+      // One match for both ends (Effect 4 has no tapBoth): counted, then handed on as it was.
+      return Effect.matchEffect(resolve(request), {
+        onSuccess: (placement) => {
+          metrics.resolve(request.namespace, outcomeOf(request, placement), seconds())
+          return Effect.succeed(placement)
+        },
+        onFailure: (error) => {
+          metrics.resolve(request.namespace, REFUSED[error._tag], seconds())
+          return Effect.fail(error)
+        }
+      })
     })
 }

@@ -7,7 +7,7 @@
 // (Exchange.ts), with the facts the access line has.
 import { randomFillSync } from "node:crypto"
 import type { IncomingMessage } from "node:http"
-import { Context, Effect, Exit, FiberRef, Layer, Random, type Scope, Tracer } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Random, type Scope, Tracer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import { NO_SPAN, type ExchangeFacts, type OwnAnswer, type RequestSpan } from "./Exchange.js"
@@ -37,9 +37,9 @@ export const tracingOff: TracingService = {
   forward: (_placement, send) => send(undefined)
 }
 
-export class Tracing extends Context.Tag("pinboard/Tracing")<Tracing, TracingService>() {
+export class Tracing extends Context.Service<Tracing, TracingService>()("pinboard/Tracing") {
   /** On when `otlp.endpoint` is set; what is not yet exported is sent when the layer is released. */
-  static readonly layer: Layer.Layer<Tracing, never, AppConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Tracing, never, AppConfig> = Layer.effect(
     Tracing,
     Effect.flatMap(AppConfig, ({ otlp }) => (otlp.endpoint === undefined ? Effect.succeed(tracingOff) : makeTracing(otlp.endpoint, otlp.sampleRatio)))
   )
@@ -47,10 +47,12 @@ export class Tracing extends Context.Tag("pinboard/Tracing")<Tracing, TracingSer
   static readonly layerTest = (tracing: TracingService): Layer.Layer<Tracing> => Layer.succeed(Tracing, tracing)
 }
 
-// Spans are made with options fixed here: no stack trace is captured for them.
-const SERVER = { kind: "server", captureStackTrace: false } as const
-const RESOLVE = { captureStackTrace: false } as const
-const CLIENT = { kind: "client", captureStackTrace: false } as const
+// Spans are made with options fixed here: no stack trace is captured for them (Effect 4 takes
+// none when a span is made; a parent span is provided with NO_STACK).
+const SERVER = { kind: "server" } as const
+const RESOLVE = {} as const
+const CLIENT = { kind: "client" } as const
+const NO_STACK = { captureStackTrace: false } as const
 
 /**
  * Whether the request fiber is traced. Untraced, resolve and forward make no spans, and the
@@ -59,7 +61,7 @@ const CLIENT = { kind: "client", captureStackTrace: false } as const
  */
 type RequestTrace = { readonly traced: true } | { readonly traced: false; readonly passOn: string | undefined }
 
-const requestTrace = FiberRef.unsafeMake<RequestTrace>({ traced: true })
+const requestTrace = Context.Reference<RequestTrace>("pinboard/Tracing/RequestTrace", { defaultValue: () => ({ traced: true }) })
 const CALLER_UNSAMPLED: RequestTrace = { traced: false, passOn: undefined }
 
 // A trace id and a span id (24 random bytes) per request left out by the ratio, from a pool
@@ -80,7 +82,7 @@ const unsampledTraceParent = (): string => {
 export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<TracingService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const tracer = yield* makeOtlpTracer(endpoint, { serviceName: "pinboard" })
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
 
     /** The client, the exchange's namespace, id, worker, epoch and error, and the status; a 5xx marks the span failed. */
     const end = (span: Tracer.Span, facts: ExchangeFacts, answer: OwnAnswer | undefined, status: number, client: string) => {
@@ -91,7 +93,7 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
       if (facts.epoch !== undefined) span.attribute("pinboard.epoch", facts.epoch)
       if (answer !== undefined) span.attribute("pinboard.error", answer.error)
       span.attribute("http.response.status_code", status)
-      span.end(clock.unsafeCurrentTimeNanos(), status >= 500 ? Exit.fail(answer?.error ?? `status ${status}`) : Exit.void)
+      span.end(clock.currentTimeNanosUnsafe(), status >= 500 ? Exit.fail(answer?.error ?? `status ${status}`) : Exit.void)
     }
 
     return {
@@ -102,33 +104,34 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
        */
       request: (req, answer) => {
         const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
-        if (caller !== undefined && !caller.sampled) return Effect.locally(answer(NO_SPAN), requestTrace, CALLER_UNSAMPLED)
+        if (caller !== undefined && !caller.sampled) return Effect.provideService(answer(NO_SPAN), requestTrace, CALLER_UNSAMPLED)
         const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
         const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
           span.attribute("http.request.method", req.method ?? "GET")
           // OpenTelemetry's spelling: "1.1", or "2" for a stream of an HTTP/2 connection.
           span.attribute("network.protocol.version", req.httpVersionMajor === 2 ? "2" : req.httpVersion)
-          return Effect.withParentSpan(answer({ end: (facts, own, status, client) => end(span, facts, own, status, client) }), span)
+          return Effect.withParentSpan(answer({ end: (facts, own, status, client) => end(span, facts, own, status, client) }), span, NO_STACK)
         })
         if (caller !== undefined || sampleRatio === 1) return traced
         return Effect.flatMap(Random.next, (draw) =>
-          draw < sampleRatio ? traced : Effect.locally(answer(NO_SPAN), requestTrace, { traced: false, passOn: unsampledTraceParent() })
+          draw < sampleRatio ? traced : Effect.provideService(answer(NO_SPAN), requestTrace, { traced: false, passOn: unsampledTraceParent() })
         )
       },
       resolve: (resolving) =>
-        Effect.flatMap(FiberRef.get(requestTrace), (trace) =>
+        Effect.flatMap(requestTrace, (trace) =>
           trace.traced
             ? Effect.useSpan("resolve", RESOLVE, (span) =>
-                Effect.tap(resolving, (placement) => {
+                Effect.map(resolving, (placement) => {
                   span.attribute("pinboard.worker", placement.worker)
                   span.attribute("pinboard.epoch", placement.epoch)
                   span.attribute("pinboard.placed", placement.isNew)
+                  return placement
                 })
               )
             : resolving
         ),
       forward: (placement, send) =>
-        Effect.flatMap(FiberRef.get(requestTrace), (trace) =>
+        Effect.flatMap(requestTrace, (trace) =>
           trace.traced
             ? Effect.useSpan("forward", CLIENT, (span) => {
                 span.attribute("pinboard.worker", placement.worker)

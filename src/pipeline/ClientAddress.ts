@@ -24,7 +24,7 @@ export const makeClientAddress = (settings: { readonly trustedProxies: ReadonlyA
   return { of: (req) => clientAddress(peerOf(req.socket), req.headers["x-forwarded-for"], trusted) }
 }
 
-export class ClientAddress extends Context.Tag("pinboard/ClientAddress")<ClientAddress, ClientAddressService>() {
+export class ClientAddress extends Context.Service<ClientAddress, ClientAddressService>()("pinboard/ClientAddress") {
   static readonly layer: Layer.Layer<ClientAddress, never, AppConfig> = Layer.effect(ClientAddress, Effect.map(AppConfig, makeClientAddress))
 
   static readonly layerTest = (service: ClientAddressService): Layer.Layer<ClientAddress> => Layer.succeed(ClientAddress, service)

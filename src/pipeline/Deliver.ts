@@ -2,7 +2,7 @@
 // docs/proxy.md "Retries": the 5 s re-resolve and the re-place after an in-band refusal,
 // applied as the Schedules of Policies.ts. The same for HTTP and WebSocket upgrades: each
 // brings a Transport that sends to a placement and, once the worker's headers are in, finishes.
-import { Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import {
   BadGateway,
   type ClientAborted,
@@ -46,12 +46,12 @@ type AttemptError = Exclude<DeliverError, WorkerRefusedActivation> | StaleResolv
 /** Succeeds with what `finish` gave, or with the exchange when there is no `finish`. */
 export type DeliverService = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<unknown, DeliverError>
 
-export class Deliver extends Context.Tag("pinboard/Deliver")<Deliver, DeliverService>() {
+export class Deliver extends Context.Service<Deliver, DeliverService>()("pinboard/Deliver") {
   /** Resolves and sends are spans when traces are on (observe/Tracing.ts). */
   static readonly layer: Layer.Layer<Deliver, never, Registry | InflightCap | Tracing | Metrics> = Layer.effect(
     Deliver,
     Effect.gen(function* () {
-      const clock = yield* Effect.clock
+      const clock = yield* Clock.Clock
       return makeDeliver(yield* Registry, yield* InflightCap, () => monotonicMillis(clock), yield* Tracing, yield* Metrics)
     })
   )
@@ -62,7 +62,7 @@ const release = (registry: RegistryService, request: ResolveRequest, placement: 
   Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
 
 /** A send without a deadline is never stale: if it said so, that is a defect, not an answer. */
-const neverStale = (): Effect.Effect<never> => Effect.dieMessage("a send without a deadline was reported stale")
+const neverStale = (): Effect.Effect<never> => Effect.die(new Error("a send without a deadline was reported stale"))
 
 const makeDeliver = (
   registry: RegistryService,
@@ -86,16 +86,16 @@ const makeDeliver = (
         const sent = afterStep(cap.take(worker), () =>
           tracing.forward(placement, (traceparent) => transport.send(placement, resolvedAt + staleAfterMs, () => cap.release(worker), traceparent))
         )
-        return Effect.catchAll(sent, (error): Effect.Effect<never, AttemptError> => {
+        return Effect.catch(sent, (error): Effect.Effect<never, AttemptError> => {
           switch (error._tag) {
             // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
             case "ConnectFailed":
-              return Effect.zipRight(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
+              return Effect.andThen(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
             case "Refused":
               refusedBy = worker
               metrics.refusal()
-              return Effect.zipRight(
-                Effect.zipRight(release(registry, request, placement), Effect.ignore(registry.nack(worker))),
+              return Effect.andThen(
+                Effect.andThen(release(registry, request, placement), Effect.ignore(registry.nack(worker))),
                 new RefusedBy({ worker })
               )
             default:

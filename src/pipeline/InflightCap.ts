@@ -32,7 +32,7 @@ export const makeInflightCap = (maxInflight: number): InflightCapService => {
   }
 }
 
-export class InflightCap extends Context.Tag("pinboard/InflightCap")<InflightCap, InflightCapService>() {
+export class InflightCap extends Context.Service<InflightCap, InflightCapService>()("pinboard/InflightCap") {
   static readonly layer: Layer.Layer<InflightCap, never, AppConfig> = Layer.effect(
     InflightCap,
     Effect.map(AppConfig, (config) => makeInflightCap(config.forwards.maxInflight))

@@ -145,7 +145,7 @@ export interface InstancePipelineService {
   readonly upgrade: (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet) => Effect.Effect<InstanceOutcome>
 }
 
-export class InstancePipeline extends Context.Tag("pinboard/InstancePipeline")<InstancePipeline, InstancePipelineService>() {
+export class InstancePipeline extends Context.Service<InstancePipeline, InstancePipelineService>()("pinboard/InstancePipeline") {
   static readonly layer: Layer.Layer<InstancePipeline, never, AppConfig | Auth | Registry | ForwardContext | Deliver | ClientAddress> = Layer.effect(
     InstancePipeline,
     Effect.gen(function* () {

@@ -4,7 +4,7 @@
 // Every duration has one list, in expiry order because every timer on it runs for the same
 // time, and one fiber that sleeps on the Clock until the list's head is due. So a TestClock
 // drives these timers like any other sleep.
-import { Context, Effect, Layer, Runtime } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { monotonicMillis } from "../serving/Monotonic.js"
 
 /** One timer, reused: at most one countdown at a time. */
@@ -87,15 +87,15 @@ class Lane {
   readonly run: Effect.Effect<never> = Effect.suspend((): Effect.Effect<never> => {
     const head = this.head
     if (head === undefined) {
-      return Effect.zipRight(
-        Effect.async<void>((resume) => {
+      return Effect.andThen(
+        Effect.callback<void>((resume) => {
           this.wake = () => resume(Effect.void)
         }),
         this.run
       )
     }
     const left = head.at - this.now()
-    if (left > 0) return Effect.zipRight(Effect.sleep(left), this.run)
+    if (left > 0) return Effect.andThen(Effect.sleep(left), this.run)
     this.unlink(head)
     try {
       head.onExpiry()
@@ -107,12 +107,12 @@ class Lane {
 }
 
 export const makeDeadlines = Effect.gen(function* () {
-  const clock = yield* Effect.clock
-  const runtime = yield* Effect.runtime<never>()
+  const clock = yield* Clock.Clock
+  const context = yield* Effect.context<never>()
   const scope = yield* Effect.scope
   const now = () => monotonicMillis(clock)
   const lanes = new Map<number, Lane>()
-  const run = Runtime.runFork(runtime)
+  const run = Effect.runForkWith(context)
 
   const laneFor = (durationMs: number): Lane => {
     let lane = lanes.get(durationMs)
@@ -128,6 +128,6 @@ export const makeDeadlines = Effect.gen(function* () {
   return service
 })
 
-export class Deadlines extends Context.Tag("pinboard/Deadlines")<Deadlines, DeadlinesService>() {
-  static readonly layer = Layer.scoped(Deadlines, makeDeadlines)
+export class Deadlines extends Context.Service<Deadlines, DeadlinesService>()("pinboard/Deadlines") {
+  static readonly layer = Layer.effect(Deadlines, makeDeadlines)
 }

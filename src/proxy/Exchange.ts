@@ -198,7 +198,7 @@ export type SendError = ConnectFailed | StaleResolve | Refused | UpstreamTimeout
  * request went out is a connect failure (docs/proxy.md "Limits": connect 5 s; header wait). Succeeds with the exchange.
  */
 export const awaitHeaders = <X extends Exchange>(exchange: X, clientGone: () => boolean): Effect.Effect<X, SendError> =>
-  Effect.async<X, SendError>((resume) => exchange.whenHeadersOrFailed(() => resume(headersOutcome(exchange, clientGone))))
+  Effect.callback<X, SendError>((resume) => exchange.whenHeadersOrFailed(() => resume(headersOutcome(exchange, clientGone))))
 
 const headersOutcome = <X extends Exchange>(exchange: X, clientGone: () => boolean): Effect.Effect<X, SendError> => {
   if (exchange.phase >= Phase.Headers) return exchange.refused ? new Refused() : Effect.succeed(exchange)

@@ -1,6 +1,6 @@
 // What every exchange with a worker shares (Forward.ts, Tunnel.ts), made once per process: the
 // upstream client, the timers, the monotonic clock and the limits of docs/proxy.md "Limits".
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { monotonicMillis } from "../serving/Monotonic.js"
 import { Deadlines, type DeadlinesService } from "./Deadlines.js"
@@ -15,11 +15,11 @@ export interface ForwardContextService {
   readonly limits: ForwardLimits
 }
 
-export class ForwardContext extends Context.Tag("pinboard/ForwardContext")<ForwardContext, ForwardContextService>() {
+export class ForwardContext extends Context.Service<ForwardContext, ForwardContextService>()("pinboard/ForwardContext") {
   static readonly layer: Layer.Layer<ForwardContext, never, Upstream | Deadlines | AppConfig> = Layer.effect(
     ForwardContext,
     Effect.gen(function* () {
-      const clock = yield* Effect.clock
+      const clock = yield* Clock.Clock
       return {
         upstream: yield* Upstream,
         deadlines: yield* Deadlines,

@@ -9,9 +9,9 @@ export interface UpstreamClient {
   readonly dispatch: (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean
 }
 
-export class Upstream extends Context.Tag("pinboard/Upstream")<Upstream, UpstreamClient>() {
+export class Upstream extends Context.Service<Upstream, UpstreamClient>()("pinboard/Upstream") {
   /** The timeouts that matter are Forward.ts's own (Clock-driven); undici's are off or a backstop. */
-  static readonly layer = Layer.scoped(
+  static readonly layer = Layer.effect(
     Upstream,
     Effect.acquireRelease(
       Effect.sync(
@@ -20,7 +20,10 @@ export class Upstream extends Context.Tag("pinboard/Upstream")<Upstream, Upstrea
             connect: { timeout: CONNECT_TIMEOUT_MS },
             headersTimeout: 0,
             bodyTimeout: 0,
-            pipelining: 1
+            pipelining: 1,
+            // HTTP/1.1 to workers, as undici 7 spoke by default: undici 8 would take h2 from an
+            // https worker's ALPN, and a WebSocket upgrade or a trailer needs HTTP/1.1.
+            allowH2: false
           })
       ),
       (agent) => Effect.promise(() => agent.destroy())

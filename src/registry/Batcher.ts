@@ -41,7 +41,7 @@ export const makeBatcher = <In, Raw, E>(
   }
 
   return <Out>(group: number, input: In, decode: (raw: Raw) => Effect.Effect<Out>) =>
-    Effect.async<Out, E>((resume) => {
+    Effect.callback<Out, E>((resume) => {
       if (inputs[group]!.length === 0) {
         if (touched.length === 0) process.nextTick(flush)
         touched.push(group)

@@ -80,7 +80,7 @@ export const makeCoalescer = (
   }
 
   return <A>(buckets: ReadonlyArray<number>, args: ReadonlyArray<string>) =>
-    Effect.async<Coalesced<A>>((resume) => {
+    Effect.callback<Coalesced<A>>((resume) => {
       queue.push({ buckets, args, resume: resume as Write["resume"] })
       if (queue.length > 1) return
       if (inFlight === 0) process.nextTick(flush)

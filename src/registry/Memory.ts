@@ -42,7 +42,7 @@ export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): Memo
 
 /** The embedded registry, with the warning that it holds for one Pinboard process only. */
 export const embeddedBackend = (buckets: number, policy: RegistryPolicy): Effect.Effect<MemoryBackend> =>
-  Effect.zipRight(
+  Effect.andThen(
     Effect.logWarning("no Redis configured: using the embedded registry (one Pinboard process only)"),
     Effect.sync(() => makeMemoryBackend(buckets, policy))
   )

@@ -5,7 +5,7 @@
 // goes as one pipeline per shard (one in all on a single server) and reports bucket by
 // bucket, so a dead shard fails only its own buckets.
 import keySlot from "cluster-key-slot"
-import { Effect, Runtime, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import { Cluster } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
 import type { MetricsService } from "../observe/Metrics.js"
@@ -154,7 +154,7 @@ export const makeRedisBackend = (
       if (first._tag === "AskAgain") {
         // The same id's placement began earlier in the same call: ask again once it is done.
         const earlier = placing.get(placingKey(bucket, query))
-        return Effect.zipRight(earlier === undefined ? Effect.void : Effect.promise(() => earlier), resolve(bucket, now, query))
+        return Effect.andThen(earlier === undefined ? Effect.void : Effect.promise(() => earlier), resolve(bucket, now, query))
       }
       if (first._tag !== "ProposalWanted") return Effect.succeed(first)
       const key = placingKey(bucket, query)
@@ -174,10 +174,10 @@ export const makeRedisBackend = (
   }
 
   /** Runs a bucket's sweep again and again, one call at a time, while it reports more to do. */
-  const sweepOn = (bucket: number, now: number) =>
-    Effect.iterate(true, {
-      while: (more) => more,
-      body: () => Effect.flatMap(one("sweep", bucket, now, sweepArgs(policy.leaseMs)), sweepReply)
+  const sweepOn = (bucket: number, now: number): Effect.Effect<void, RegistryUnavailable> =>
+    Effect.gen(function* () {
+      let more = true
+      while (more) more = yield* Effect.flatMap(one("sweep", bucket, now, sweepArgs(policy.leaseMs)), sweepReply)
     })
 
   return {
@@ -193,7 +193,7 @@ export const makeRedisBackend = (
         Effect.flatMap((out) =>
           Effect.forEach(
             out.reached.filter(([, more]) => more),
-            ([bucket]) => Effect.either(sweepOn(bucket, now)),
+            ([bucket]) => Effect.result(sweepOn(bucket, now)),
             { discard: true }
           ).pipe(Effect.as(withoutAnswers(out)))
         )
@@ -306,7 +306,7 @@ interface RedisBackendOptions {
 export const redisBackend = (options: RedisBackendOptions, metrics: MetricsService): Effect.Effect<RegistryBackend, never, Scope.Scope> =>
   Effect.gen(function* () {
     // The failures are noticed outside any fiber (a connection's events, a call's rejection).
-    const log = Runtime.runFork(yield* Effect.runtime<never>())
+    const log = Effect.runForkWith(yield* Effect.context<never>())
     const health = makeRedisHealth({
       failing: (failure) => void log(Effect.logWarning("registry failing").pipe(Effect.annotateLogs({ reason: failure.reason, kind: failure.kind }))),
       answering: (after) => void log(Effect.logInfo("registry answering again").pipe(Effect.annotateLogs({ after: after.reason }))),

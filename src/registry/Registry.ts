@@ -146,15 +146,15 @@ export const sweepSchedule = (leaseMs: number) => Schedule.spaced(Duration.milli
 const sweepForever = (registry: RegistryService) =>
   registry.sweep.pipe(
     // Why the registry is down is logged once, where it is noticed (RedisHealth.ts, RegistryClock.ts).
-    Effect.catchAll((error) => Effect.logDebug("registry sweep failed").pipe(Effect.annotateLogs({ error: error._tag }))),
-    Effect.catchAllDefect((defect) => Effect.logError("registry sweep failed", defect)),
+    Effect.catch((error) => Effect.logDebug("registry sweep failed").pipe(Effect.annotateLogs({ error: error._tag }))),
+    Effect.catchDefect((defect) => Effect.logError("registry sweep failed", defect)),
     Effect.repeat(sweepSchedule(registry.leaseMs)),
     Effect.forkScoped
   )
 
-export class Registry extends Context.Tag("pinboard/Registry")<Registry, RegistryService>() {
+export class Registry extends Context.Service<Registry, RegistryService>()("pinboard/Registry") {
   /** Over the backend in context, on the registry's clock; resolves timed and counted when metrics are on; swept. */
-  static readonly layer: Layer.Layer<Registry, never, Backend | RegistryClock | Metrics | AppConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<Registry, never, Backend | RegistryClock | Metrics | AppConfig> = Layer.effect(
     Registry,
     Effect.gen(function* () {
       const config = yield* AppConfig
@@ -168,7 +168,8 @@ export class Registry extends Context.Tag("pinboard/Registry")<Registry, Registr
   static readonly layerTest = (registry: RegistryService): Layer.Layer<Registry> => Layer.succeed(Registry, registry)
 }
 
-const hex32 = Random.nextIntBetween(0, 0x10000).pipe(
+// Half-open, as Effect 3 drew them: [min, max).
+const hex32 = Random.nextIntBetween(0, 0x10000, { halfOpen: true }).pipe(
   Effect.map((n) => n.toString(16).padStart(4, "0")),
   Effect.replicate(4),
   Effect.all
@@ -222,18 +223,14 @@ const sumByWorker = (workers: number, out: FanOut<ReadonlyArray<number>>): Reado
 const WORKERS_PAGE = 256
 
 const allWorkers = (backend: RegistryBackend, at: number): Effect.Effect<ReadonlyArray<WorkerView>, RegistryUnavailable> =>
-  Effect.iterate(
-    { workers: [] as ReadonlyArray<WorkerView>, done: false },
-    {
-      while: (state) => !state.done,
-      body: (state) =>
-        Effect.map(backend.workers(at, state.workers.at(-1)?.worker ?? "", WORKERS_PAGE), (page) => ({
-          workers: [...state.workers, ...page],
-          done: page.length < WORKERS_PAGE
-        }))
+  Effect.gen(function* () {
+    let workers: ReadonlyArray<WorkerView> = []
+    for (;;) {
+      const page = yield* backend.workers(at, workers.at(-1)?.worker ?? "", WORKERS_PAGE)
+      workers = [...workers, ...page]
+      if (page.length < WORKERS_PAGE) return workers
     }
-  )
-  .pipe(Effect.map((state) => state.workers))
+  })
 
 /** Why a resolve places nothing: the catalogue errors of docs/protocol.md "Resolution". */
 export type ResolveRefusal =
@@ -277,7 +274,7 @@ const placedOrRefused = (outcome: ResolveOutcome, env: string, leaseMs: number):
 
 /** The two random numbers of a placement: 26-bit halves of one draw, exact in both layers. */
 const DICE = 2 ** 26
-const twoRandomNumbers = Random.nextIntBetween(0, DICE * DICE)
+const twoRandomNumbers = Random.nextIntBetween(0, DICE * DICE, { halfOpen: true })
 
 /** Affinity values are header or cookie text; a line break never reaches the registry. */
 const oneLine = (text: string): string => (text.includes("\n") ? text.replaceAll("\n", " ") : text)

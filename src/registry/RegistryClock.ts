@@ -35,7 +35,7 @@ export const SAMPLE_STALE_MS = 3 * SAMPLE_EVERY_MS
 const TRIES_PER_ROUND = 3
 
 /** Rounds for ever, each after the wait the one before answered. */
-const SAMPLING = Schedule.identity<number>().pipe(Schedule.addDelay((waitMs) => Duration.millis(waitMs)))
+const SAMPLING = Schedule.identity<number>().pipe(Schedule.addDelay(({ output: waitMs }) => Effect.succeed(Duration.millis(waitMs))))
 
 /** The clock of a registry held in this process: the process's own. */
 export const localRegistryClock: RegistryClockService = {
@@ -74,7 +74,7 @@ const logChange = (to: ClockReading, maxOffsetMs: number) => {
 export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) =>
   Effect.gen(function* () {
     const metrics = yield* Metrics
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     const bounds = { maxOffsetMs, staleMs: SAMPLE_STALE_MS }
     let sample: ClockSample | undefined
     /** The state last logged: a start in bound says nothing. */
@@ -87,19 +87,15 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
         return received - sent <= (maxOffsetMs / 2) * 1000 ? sampleOf(sent, received, Math.round(registryMs * 1000)) : undefined
       })
     })
-    const firstGood = Effect.iterate(
-      { fresh: undefined as ClockSample | undefined, tries: 0 },
-      {
-        while: (state) => state.fresh === undefined && state.tries < TRIES_PER_ROUND,
-        body: (state) =>
-          tryOnce.pipe(
-            Effect.orElseSucceed(() => undefined),
-            Effect.map((fresh) => ({ fresh, tries: state.tries + 1 }))
-          )
+    const firstGood = Effect.gen(function* () {
+      let fresh: ClockSample | undefined
+      for (let tries = 0; fresh === undefined && tries < TRIES_PER_ROUND; tries++) {
+        fresh = yield* tryOnce.pipe(Effect.orElseSucceed(() => undefined))
       }
-    )
+      return { fresh }
+    })
 
-    const readNow = () => readClock(sample, monotonicMicros(clock), clock.unsafeCurrentTimeMillis(), bounds)
+    const readNow = () => readClock(sample, monotonicMicros(clock), clock.currentTimeMillisUnsafe(), bounds)
     const reading = Effect.sync(readNow)
 
     /** One round: a fresh sample if one comes; logs and counts a change of state. Answers the wait before the next. */
@@ -124,16 +120,16 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
     })
 
     const firstWait = yield* round
-    yield* Effect.zipRight(Effect.sleep(firstWait), Effect.repeat(round, SAMPLING)).pipe(Effect.forkScoped)
+    yield* Effect.andThen(Effect.sleep(firstWait), Effect.repeat(round, SAMPLING)).pipe(Effect.forkScoped)
     return { now: Effect.suspend(() => nowOf(readNow())), reading } satisfies RegistryClockService
   })
 
-export class RegistryClock extends Context.Tag("pinboard/RegistryClock")<RegistryClock, RegistryClockService>() {
+export class RegistryClock extends Context.Service<RegistryClock, RegistryClockService>()("pinboard/RegistryClock") {
   /**
    * On Redis, its time sampled, within `registry.maxClockOffsetMs` of this process's wall clock;
    * for the embedded registry, which lives in this process, the process's own `Clock`.
    */
-  static readonly layer: Layer.Layer<RegistryClock, never, Backend | Metrics | AppConfig> = Layer.scoped(
+  static readonly layer: Layer.Layer<RegistryClock, never, Backend | Metrics | AppConfig> = Layer.effect(
     RegistryClock,
     Effect.flatMap(AppConfig, (config) =>
       usesEmbeddedRegistry(config)

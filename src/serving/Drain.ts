@@ -8,7 +8,7 @@ export interface InFlight {
   /** Counts `res`'s exchange until its response closes. */
   readonly track: (res: ServerResponse) => void
   /** Stops the servers accepting, closes their idle connections, and waits up to `grace` for the exchanges in flight. */
-  readonly drain: (servers: ReadonlyArray<Server>, grace: Duration.DurationInput) => Effect.Effect<void>
+  readonly drain: (servers: ReadonlyArray<Server>, grace: Duration.Input) => Effect.Effect<void>
 }
 
 export const makeInFlight = (): InFlight => {
@@ -18,7 +18,7 @@ export const makeInFlight = (): InFlight => {
   const over = () => {
     if (--count === 0) drained?.()
   }
-  const allOver = Effect.async<void>((resume) => {
+  const allOver = Effect.callback<void>((resume) => {
     if (count === 0) return resume(Effect.void)
     drained = () => resume(Effect.void)
   })

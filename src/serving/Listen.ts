@@ -17,7 +17,7 @@ const REASONS: Record<string, string> = {
 
 /** Binds `server` to host:port (port 0: a free one) and gives the bound port. */
 export const listen = (server: Server, port: number, host: string): Effect.Effect<number, ListenFailed> =>
-  Effect.async<void, ListenFailed>((resume) => {
+  Effect.callback<void, ListenFailed>((resume) => {
     server.once("error", (error: NodeJS.ErrnoException) => {
       const reason = (error.code !== undefined ? REASONS[error.code] : undefined) ?? error.message
       resume(Effect.fail(new ListenFailed(`cannot listen on ${host}:${port}: ${reason}`, { cause: error })))

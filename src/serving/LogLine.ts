@@ -2,7 +2,7 @@
 // a JSON object with `time` (ISO 8601, UTC), `level` and `message` first, then the fields that
 // matter (worker, namespace, id, epoch, status, duration_ms, cause...); undefined fields are
 // left out. An Effect log becomes such a line with its annotations as the fields.
-import { Cause, HashMap, Logger, type LogLevel } from "effect"
+import { Cause, Logger, type LogLevel, References } from "effect"
 
 export type LogLevelName = "debug" | "info" | "warning" | "error"
 
@@ -31,11 +31,11 @@ export const writeToStdout = (line: LogLine): void => {
 export const causeOf = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error))
 
 export const levelName = (level: LogLevel.LogLevel): LogLevelName =>
-  level._tag === "Debug" || level._tag === "Trace" || level._tag === "All"
+  level === "Debug" || level === "Trace" || level === "All"
     ? "debug"
-    : level._tag === "Info"
+    : level === "Info"
       ? "info"
-      : level._tag === "Warning"
+      : level === "Warn"
         ? "warning"
         : "error"
 
@@ -46,8 +46,9 @@ const textOf = (message: unknown): string => {
 
 /** Every Effect log it gets, as a line given to `write`; the time is the one the fiber's Clock gave the log. */
 export const jsonLinesLogger = (write: (line: LogLine) => void): Logger.Logger<unknown, void> =>
-  Logger.make(({ logLevel, message, annotations, cause, date }) => {
-    const fields: Record<string, unknown> = Object.fromEntries(HashMap.toEntries(annotations))
-    if (!Cause.isEmpty(cause)) fields["cause"] = Cause.pretty(cause, { renderErrorCause: true })
+  Logger.make(({ logLevel, message, cause, date, fiber }) => {
+    const fields: Record<string, unknown> = { ...fiber.getRef(References.CurrentLogAnnotations) }
+    // Cause.pretty renders each error's own `cause` chain too.
+    if (cause.reasons.length > 0) fields["cause"] = Cause.pretty(cause)
     write(logLine(date, levelName(logLevel), textOf(message), fields))
   })

@@ -1,10 +1,11 @@
 // The OTLP/HTTP JSON exporter of traces, shared by Pinboard (observe/Tracing.ts) and the worker
-// library (worker/Tracing.ts): @effect/opentelemetry's OtlpTracer over fetch. It batches spans
-// (every 5 s, or at 1,000) and sends what is left when its scope closes. Imports no Pinboard service.
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+// library (worker/Tracing.ts): Effect's OtlpTracer over fetch. It batches spans (every 5 s, or
+// at 1,000) and sends what is left when its scope closes. Imports no Pinboard service.
 import { Effect, Layer, type Scope, type Tracer } from "effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as OtlpExporter from "effect/observability/OtlpExporter"
+import * as OtlpSerialization from "effect/observability/OtlpSerialization"
+import * as OtlpTracer from "effect/observability/OtlpTracer"
 
 /** An http:// or https:// URL: what OTLP/HTTP can send to (and the config's check of such URLs). */
 export const isHttpUrl = (s: string): boolean => {
@@ -26,5 +27,6 @@ export interface OtlpResource {
 
 export const makeOtlpTracer = (endpoint: string, resource: OtlpResource): Effect.Effect<Tracer.Tracer, never, Scope.Scope> =>
   OtlpTracer.make({ url: tracesUrl(endpoint), resource }).pipe(
-    Effect.provide(Layer.merge(FetchHttpClient.layer, OtlpSerialization.layerJson))
+    // The exporter registers with a Flusher (nobody here flushes on demand: the scope's close sends the rest).
+    Effect.provide(Layer.mergeAll(FetchHttpClient.layer, OtlpSerialization.layerJson, OtlpExporter.layerFlusher))
   )

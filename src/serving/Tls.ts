@@ -4,7 +4,7 @@
 // pair that does not load is refused and the one in use kept.
 import { readFileSync, unwatchFile, watchFile } from "node:fs"
 import { createSecureContext, type SecureContextOptions, type TlsOptions } from "node:tls"
-import { Either } from "effect"
+import { Result } from "effect"
 
 export interface TlsFiles {
   readonly cert: string
@@ -30,25 +30,25 @@ export const listenerTlsOptions = (pair: SecureContextOptions, http2: boolean): 
   ALPNProtocols: http2 ? ["h2", "http/1.1"] : ["http/1.1"]
 })
 
-const pem = (field: TlsProblem["field"], path: string): Either.Either<string, TlsProblem> => {
+const pem = (field: TlsProblem["field"], path: string): Result.Result<string, TlsProblem> => {
   try {
     const text = readFileSync(path, "utf8")
     return text.includes("-----BEGIN ")
-      ? Either.right(text)
-      : Either.left({ field, message: `expected a PEM file, got ${JSON.stringify(path)} without a "-----BEGIN" line` })
+      ? Result.succeed(text)
+      : Result.fail({ field, message: `expected a PEM file, got ${JSON.stringify(path)} without a "-----BEGIN" line` })
   } catch (error) {
-    return Either.left({ field, message: `cannot read ${JSON.stringify(path)} (${error instanceof Error ? error.message : String(error)})` })
+    return Result.fail({ field, message: `cannot read ${JSON.stringify(path)} (${error instanceof Error ? error.message : String(error)})` })
   }
 }
 
 /** The files' pair, once OpenSSL has taken it (a key that is not the certificate's is refused here). */
-export const loadTlsPair = (files: TlsFiles): Either.Either<SecureContextOptions, TlsProblem> =>
-  Either.gen(function* () {
+export const loadTlsPair = (files: TlsFiles): Result.Result<SecureContextOptions, TlsProblem> =>
+  Result.gen(function* () {
     const pair = { ...CONTEXT_SETTINGS, cert: yield* pem("cert", files.cert), key: yield* pem("key", files.key) }
     try {
       createSecureContext(pair)
     } catch (error) {
-      return yield* Either.left<TlsProblem>({ field: "key", message: `not usable with the certificate (${error instanceof Error ? error.message : String(error)})` })
+      return yield* Result.fail<TlsProblem>({ field: "key", message: `not usable with the certificate (${error instanceof Error ? error.message : String(error)})` })
     }
     return pair
   })
@@ -66,9 +66,9 @@ const SETTLE_MS = 250
 export const reloadTlsOnChange = (files: TlsFiles, apply: (pair: SecureContextOptions) => void, events: TlsReloadEvents): (() => void) => {
   let settling: ReturnType<typeof setTimeout> | undefined
   const reload = (trigger: "SIGHUP" | "file change") =>
-    Either.match(loadTlsPair(files), {
-      onLeft: (problem) => events.refused(trigger, problem),
-      onRight: (pair) => {
+    Result.match(loadTlsPair(files), {
+      onFailure: (problem) => events.refused(trigger, problem),
+      onSuccess: (pair) => {
         apply(pair)
         events.loaded(trigger)
       }

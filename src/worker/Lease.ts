@@ -45,9 +45,7 @@ export interface Lease {
 }
 
 /** Register and heartbeat retries: quick at first, then every 2 s at most. */
-export const REGISTRY_RETRY = Schedule.exponential(Duration.millis(100), 2).pipe(
-  Schedule.either(Schedule.spaced(Duration.seconds(2)))
-)
+export const REGISTRY_RETRY = Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(2))])
 
 /**
  * Heartbeats at a fixed rate, the first one interval after the registration: a slow answer
@@ -90,7 +88,7 @@ const bucketIn = (held: Held, { env, namespace, id }: PlacementRef): number =>
 
 export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: LeaseOptions = {}): Effect.Effect<Lease, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
     let held: Held | undefined
     /** Buckets whose activations were dropped and that have not been confirmed since. */
     let dropped = new Set<number>()
@@ -98,11 +96,11 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
 
     const bucketHealthy = (lease: Held, bucket: number, now: number) => now < lease.confirmedUntil[bucket]! - lease.marginMs
     const healthy = () => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = clock.currentTimeMillisUnsafe()
       return held !== undefined && held.confirmedUntil.every((_, b) => bucketHealthy(held!, b, now))
     }
     const healthyFor = (placement: PlacementRef) =>
-      held !== undefined && bucketHealthy(held, bucketIn(held, placement), clock.unsafeCurrentTimeMillis())
+      held !== undefined && bucketHealthy(held, bucketIn(held, placement), clock.currentTimeMillisUnsafe())
 
     /** Drops the activations of buckets that turned unhealthy since the last look. */
     const dropUnhealthy = (lease: Held, now: number) =>
@@ -113,9 +111,9 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         const unhealthy = Effect.logWarning("lease unhealthy: activations dropped").pipe(
           Effect.annotateLogs({ buckets: newly.length === lease.confirmedUntil.length ? "all" : newly.join(",") })
         )
-        if (newly.length === lease.confirmedUntil.length) return Effect.zipRight(unhealthy, hooks.drop("lease-unhealthy"))
+        if (newly.length === lease.confirmedUntil.length) return Effect.andThen(unhealthy, hooks.drop("lease-unhealthy"))
         const buckets = new Set(newly)
-        return Effect.zipRight(unhealthy, hooks.drop("lease-unhealthy", (placement) => buckets.has(bucketIn(lease, placement))))
+        return Effect.andThen(unhealthy, hooks.drop("lease-unhealthy", (placement) => buckets.has(bucketIn(lease, placement))))
       })
 
     // Retried as a whole: the lease counts from the call that got through, not from the first try.
@@ -200,8 +198,8 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         held = undefined
         if (lease === undefined) return
         yield* registryCall("deregister", () => client.deregister(lease.incarnation)).pipe(
-          Effect.zipRight(Effect.logInfo("worker deregistered")),
-          Effect.catchAll((error) => Effect.logWarning("deregister failed").pipe(Effect.annotateLogs({ cause: error.message }))),
+          Effect.andThen(Effect.logInfo("worker deregistered")),
+          Effect.catch((error) => Effect.logWarning("deregister failed").pipe(Effect.annotateLogs({ cause: error.message }))),
           Effect.annotateLogs({ incarnation: lease.incarnation })
         )
       })

@@ -2,7 +2,7 @@
 // heartbeat, release, deregister. Promise-based, since a worker's author may give their own;
 // the lease keeper adds the schedules. Answers are decoded with Schema: one that does not fit
 // fails the call, which is retried.
-import { Data, Either, ParseResult, Schema } from "effect"
+import { Data, Effect, Result, Schema } from "effect"
 
 export interface Registration {
   readonly incarnation: string
@@ -50,33 +50,36 @@ export interface RegistryClient {
 /** A registry call that got no answer, or one that is not what docs/registry-api.md gives. */
 export class RegistryCallFailed extends Data.TaggedError("RegistryCallFailed")<{ readonly message: string }> {}
 
+/** An absent list of buckets decodes as none. */
+const NoBuckets = Schema.Array(Schema.Int).pipe(Schema.withDecodingDefaultType(Effect.succeed([])))
+
 // The answers as docs/registry-api.md gives them; fields Pinboard may add later are ignored.
 const RegisterAnswer = Schema.Struct({
   incarnation: Schema.String,
   leaseMs: Schema.Number,
   heartbeatMs: Schema.Number,
   /** Absent from older Pinboards (then the lease is one for all ids). */
-  buckets: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  unrenewed: Schema.optionalWith(Schema.Array(Schema.Int), { default: () => [] })
+  buckets: Schema.optional(Schema.Int.check(Schema.isGreaterThan(0))),
+  unrenewed: NoBuckets
 })
 
 const WindDownAnswer = Schema.Struct({
   namespace: Schema.String,
   id: Schema.String,
-  env: Schema.optionalWith(Schema.String, { default: () => "" }),
+  env: Schema.String.pipe(Schema.withDecodingDefaultType(Effect.succeed(""))),
   epoch: Schema.String,
   deadline: Schema.Number
 })
 
 const HeartbeatRenewed = Schema.Struct({
   windDown: Schema.Array(WindDownAnswer),
-  unrenewed: Schema.optionalWith(Schema.Array(Schema.Int), { default: () => [] })
+  unrenewed: NoBuckets
 })
 
 /** The answer's body as `schema` has it, or a RegistryCallFailed that says what did not fit. */
-const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, what: string, json: unknown): A =>
-  Either.getOrElse(Schema.decodeUnknownEither(schema)(json), (error) => {
-    throw new RegistryCallFailed({ message: `${what}: unexpected answer: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
+const decodeAnswer = <S extends Schema.ConstraintDecoder<unknown>>(schema: S, what: string, json: unknown): S["Type"] =>
+  Result.getOrElse(Schema.decodeUnknownResult(schema)(json), (error) => {
+    throw new RegistryCallFailed({ message: `${what}: unexpected answer: ${error.message}` })
   })
 
 /** Each call gives up after this long; the lease keeper retries it, on the Clock. */

@@ -1,7 +1,7 @@
 // The worker library's Promise API: `startWorker` runs `makeWorker` (Worker.ts) in a scope of
-// its own and gives the worker back with Promise functions made from the runtime it runs on.
+// its own and gives the worker back with Promise functions made from the context it runs in.
 // The only place in the library that runs an Effect.
-import { Effect, Exit, Runtime, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
 
 /** A running worker, as `startWorker` gives it. */
@@ -17,10 +17,10 @@ export const startWorker = (options: WorkerOptions): Promise<PinboardWorker> =>
   Effect.runPromise(
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const { registered, ...worker } = yield* Scope.extend(makeWorker(options), scope).pipe(
+      const { registered, ...worker } = yield* Scope.provide(makeWorker(options), scope).pipe(
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
-      const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+      const runPromise = Effect.runPromiseWith(yield* Effect.context<never>())
       let stopped: Promise<void> | undefined
       const stop = () => (stopped ??= runPromise(Scope.close(scope, Exit.void)))
       // `on`, not `once`: a runner in front (npx, tsx) passes a terminal's Ctrl-C on to the

@@ -3,7 +3,7 @@
 // which names Pinboard's forward span, and exported as OTLP/HTTP JSON like Pinboard's
 // (serving/Otlp.ts).
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
+import { Clock, Context, Effect, Exit, Option, type Scope, Tracer } from "effect"
 import { EPOCH_HEADER } from "../contract/Headers.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
@@ -41,14 +41,22 @@ export const makeWorkerTracing = (options: TracesOptions, worker: string): Effec
       serviceName: options.serviceName ?? "pinboard-worker",
       attributes: { "service.instance.id": worker }
     })
-    const clock = yield* Effect.clock
+    const clock = yield* Clock.Clock
 
     /** The span for `req`, continued from its `traceparent`; undefined when the caller did not sample it. */
     const startSpan = (req: IncomingMessage, name: string): Tracer.Span | undefined => {
       const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
       if (caller !== undefined && !caller.sampled) return undefined
-      const parent = caller === undefined ? Option.none() : Option.some(Tracer.externalSpan(caller))
-      const span = tracer.span(name, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "server")
+      const span = tracer.span({
+        name,
+        parent: caller === undefined ? Option.none() : Option.some(Tracer.externalSpan(caller)),
+        annotations: Context.empty(),
+        links: [],
+        startTime: clock.currentTimeNanosUnsafe(),
+        kind: "server",
+        root: caller === undefined,
+        sampled: true
+      })
       span.attribute("http.request.method", req.method ?? "GET")
       // The path without its query: queries may carry secrets.
       span.attribute("url.path", (req.url ?? "/").split("?", 1)[0])
@@ -60,7 +68,7 @@ export const makeWorkerTracing = (options: TracesOptions, worker: string): Effec
 
     const end = (span: Tracer.Span, status: number | undefined) => {
       if (status !== undefined) span.attribute("http.response.status_code", status)
-      span.end(clock.unsafeCurrentTimeNanos(), status !== undefined && status >= 500 ? Exit.fail(`status ${status}`) : Exit.void)
+      span.end(clock.currentTimeNanosUnsafe(), status !== undefined && status >= 500 ? Exit.fail(`status ${status}`) : Exit.void)
     }
 
     const traceparentOf = (span: Tracer.Span) => formatTraceParent(span.traceId, span.spanId, true)

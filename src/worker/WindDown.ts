@@ -22,7 +22,7 @@ const runHook = (activation: Activation, deadline: number, budget: Duration.Dura
     // The hook keeps running past its budget (a Promise cannot be stopped); a failure there is still reported.
     done.catch(failed)
     yield* Effect.tryPromise(() => done).pipe(Effect.timeout(budget), Effect.ignore)
-  }).pipe(Effect.catchAll((error) => Effect.sync(() => failed(error.error))))
+  }).pipe(Effect.catch((error) => Effect.sync(() => failed(error.cause))))
 }
 
 /** Winds down the activations `entries` name, side by side, each within its own budget. */
@@ -32,7 +32,7 @@ export const windDown = (activations: Activations, entries: ReadonlyArray<WindDo
     yield* Effect.forEach(
       activations.startWindDown(entries),
       ({ activation, deadline }) =>
-        Effect.zipRight(
+        Effect.andThen(
           runHook(activation, deadline, Duration.millis(Math.max(0, deadline - now - WIND_DOWN_MARGIN_MS)), log),
           Effect.promise(() => activations.endWindDown(activation))
         ),

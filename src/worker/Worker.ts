@@ -3,7 +3,7 @@
 // closes. Its waits are all on the Clock, so tests run it on TestClock. It runs no Effect
 // itself: `startWorker` (StartWorker.ts) is the Promise shell that does.
 import http, { type Server } from "node:http"
-import { Duration, Effect, Schedule, type Scope } from "effect"
+import { Clock, Duration, Effect, Schedule, type Scope } from "effect"
 import { WebSocketServer } from "ws"
 import { attestationKey } from "../contract/AttestationKey.js"
 import { makeInFlight } from "../serving/Drain.js"
@@ -95,8 +95,8 @@ export const makeWorker = (options: WorkerOptions): Effect.Effect<RunningWorker,
 const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, Scope.Scope> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
-    const clock = yield* Effect.clock
-    const now = () => clock.unsafeCurrentTimeMillis()
+    const clock = yield* Clock.Clock
+    const now = () => clock.currentTimeMillisUnsafe()
     const log = failureLog(options.log ?? writeToStdout, options.worker, now)
     const key = attestationKey(options.token)
     const definitions = new Map(Object.entries(options.instances) as Array<[string, InstanceDefinition<unknown>]>)
@@ -107,8 +107,8 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const server = http.createServer()
     const port = yield* Effect.acquireRelease(listen(server, options.port ?? 0, host), () =>
       Effect.sync(() => server.closeAllConnections()).pipe(
-        Effect.zipRight(Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))),
-        Effect.zipRight(Effect.logInfo("worker stopped"))
+        Effect.andThen(Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))),
+        Effect.andThen(Effect.logInfo("worker stopped"))
       )
     )
     const hostInUrl = host.includes(":") ? `[${host}]` : host

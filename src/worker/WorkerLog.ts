@@ -2,7 +2,7 @@
 // (serving/LogLine.ts), each with the worker's id in `worker`, on stdout unless the `log`
 // option takes them. Effect logs of the worker's fibers become such lines; code outside
 // Effect (handlers, hooks) logs its failures through `failureLog`.
-import { Effect, FiberRef, HashSet } from "effect"
+import { Effect, Logger } from "effect"
 import { causeOf, jsonLinesLogger, logLine, type LogLine } from "../serving/LogLine.js"
 
 export type { LogLine }
@@ -17,7 +17,7 @@ export type WorkerLog = (line: LogLine) => void
 export const withWorkerLog =
   (write: WorkerLog, worker: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    effect.pipe(Effect.annotateLogs({ worker }), Effect.locally(FiberRef.currentLoggers, HashSet.make(jsonLinesLogger(write))))
+    effect.pipe(Effect.annotateLogs({ worker }), Effect.provideService(Logger.CurrentLoggers, new Set([jsonLinesLogger(write)])))
 
 /** An error line for a failure outside Effect: the thrown value's stack as `cause`. */
 export const failureLog =

@@ -92,7 +92,7 @@ describe("remote JWKS", () => {
   it.effect("a fetch that does not answer fails after 3 s", () =>
     Effect.gen(function* () {
       const jwks = yield* makeRemoteJwks(URL, () => new Promise(() => {}))
-      const fiber = yield* Effect.fork(Effect.exit(jwks.keyFor(header("k1"))))
+      const fiber = yield* Effect.forkChild(Effect.exit(jwks.keyFor(header("k1"))))
       yield* TestClock.adjust("2999 millis")
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust("1 millis")
@@ -109,7 +109,7 @@ describe("remote JWKS", () => {
         await Effect.runPromise(Deferred.await(gate))
         return { keys: [K1] }
       })
-      const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.fork(jwks.keyFor(header("k1"))))
+      const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(jwks.keyFor(header("k1"))))
       yield* Effect.yieldNow()
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.joinAll(fibers)

@@ -1,9 +1,10 @@
 // The pure rule decisions of docs/config.md "Data-plane auth": which rule applies, where the credential is, scopes
 // and callers.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck as fc, Option } from "effect"
+import { Effect, Option } from "effect"
 import type { Provider } from "../../src/auth/Providers.js"
 import { admitsCaller, compileRule, credentialInCookie, credentialInHeader, holdsScopes, ruleFor } from "../../src/auth/Rules.js"
+import * as fc from "../support/Arbitraries.js"
 
 describe("ruleFor", () => {
   const rules = new Map([
@@ -59,13 +60,11 @@ describe("the credential", () => {
 })
 
 describe("scopes and callers", () => {
-  it("every required scope must be held", () => {
-    fc.assert(
-      fc.property(fc.array(fc.string()), fc.array(fc.string()), (required, held) => {
-        expect(holdsScopes(required, held)).toBe(required.every((s) => held.includes(s)))
-        expect(holdsScopes(required, [...held, ...required])).toBe(true)
-      })
-    )
+  it("every required scope must be held", async () => {
+    await fc.assertProperty([fc.array(fc.string()), fc.array(fc.string())], ([required, held]) => {
+      expect(holdsScopes(required, held)).toBe(required.every((s) => held.includes(s)))
+      expect(holdsScopes(required, [...held, ...required])).toBe(true)
+    })
     expect(holdsScopes([], [])).toBe(true)
     expect(holdsScopes(["a"], [])).toBe(false)
   })

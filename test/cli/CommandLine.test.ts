@@ -1,10 +1,10 @@
 // docs/config.md "Command line": a command, then flags; anything unknown is a usage error.
 import { describe, expect, it } from "vitest"
-import { Either } from "effect"
+import { Result } from "effect"
 import { parseCommandLine } from "../../src/cli/CommandLine.js"
 
-const parsed = (...argv: Array<string>) => Either.getOrThrow(parseCommandLine(argv))
-const usage = (...argv: Array<string>) => Either.match(parseCommandLine(argv), { onLeft: (e) => e.message, onRight: (c) => `parsed ${c._tag}` })
+const parsed = (...argv: Array<string>) => Result.getOrThrow(parseCommandLine(argv))
+const usage = (...argv: Array<string>) => Result.match(parseCommandLine(argv), { onFailure: (e) => e.message, onSuccess: (c) => `parsed ${c._tag}` })
 
 describe("the command line", () => {
   it("no command serves; serve and config take the common flags, in either spelling", () => {

@@ -43,7 +43,7 @@ describe("/readyz", () => {
 
   it.effect("is not ready when the registry takes more than 1 s", () =>
     Effect.gen(function* () {
-      const fiber = yield* Effect.fork(Effect.flip(readyz(() => false).pipe(withRegistry(Effect.never))))
+      const fiber = yield* Effect.forkChild(Effect.flip(readyz(() => false).pipe(withRegistry(Effect.never))))
       yield* TestClock.adjust(1000)
       expect((yield* fiber.await).pipe((exit) => exit._tag === "Success" && exit.value.reason)).toBe("registry slow")
     }))

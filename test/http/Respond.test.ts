@@ -20,7 +20,7 @@ const serve = async (handler: Effect.Effect<void, UnknownNamespace | RegistryCol
   const quiet = <A, E>(effect: Effect.Effect<A, E>) => Effect.runFork(Logger.withMinimumLogLevel(effect, LogLevel.None))
   server = http.createServer((req, res) => quiet(respond(req, res, handler)))
   // As the server answers an upgrade's failure: a bare status line (docs/proxy.md "WebSockets").
-  server.on("upgrade", (_req, socket) => quiet(Effect.catchAllCause(handler, (cause) => answerFailure(cause, (reply) => writeBareStatus(socket, reply), NO_FACTS))))
+  server.on("upgrade", (_req, socket) => quiet(Effect.catchCause(handler, (cause) => answerFailure(cause, (reply) => writeBareStatus(socket, reply), NO_FACTS))))
   await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
   return (server.address() as AddressInfo).port
 }

@@ -50,7 +50,7 @@ describe("the rate ring", () => {
       yield* TestClock.setTime(1_000_000)
       const ring = makeRateRing(300)
       const totals = emptyTotals()
-      const sampler = yield* Effect.fork(sampleForever(ring, totals))
+      const sampler = yield* Effect.forkChild(sampleForever(ring, totals))
       yield* TestClock.adjust(0)
       expect(ring.filled).toBe(1)
       for (let s = 0; s < 4; s++) {

@@ -2,7 +2,7 @@
 // attestation and its placement, the call depth, the namespace's data-plane rule with its
 // credential, and the caller scope. Every refusal is the catalogue row the step signs for.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Option } from "effect"
+import { Effect, Result, Option } from "effect"
 import type { AuthService } from "../../src/auth/Auth.js"
 import type { CallerClaims } from "../../src/auth/CallerToken.js"
 import type { Provider } from "../../src/auth/Providers.js"
@@ -55,7 +55,7 @@ const placedAs = (answer: Effect.Effect<PlacementView, NotPlaced | RegistryUnava
 }
 
 const tagOf = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
-  Effect.map(Effect.either(effect), (result) => (Either.isLeft(result) ? result.left._tag : "succeeded"))
+  Effect.map(Effect.result(effect), (result) => (Result.isFailure(result) ? result.left._tag : "succeeded"))
 
 describe("step 2, attestation: Pinboard-Caller", () => {
   it.effect("no Pinboard-Caller: a request from outside, the registry not asked", () =>

@@ -1,7 +1,7 @@
 // afterStep: a step that decided at once is continued at once; any other goes through flatMap.
 // The outcome is always the one Effect.flatMap gives.
 import { describe, expect, it } from "@effect/vitest"
-import { Data, Effect, Either } from "effect"
+import { Data, Effect, Result } from "effect"
 import { afterStep } from "../../src/pipeline/steps/AfterStep.js"
 
 class Refused extends Data.TaggedError("Refused")<{}> {}
@@ -9,11 +9,11 @@ class Refused extends Data.TaggedError("Refused")<{}> {}
 const steps: ReadonlyArray<[string, Effect.Effect<number, Refused>]> = [
   ["Effect.succeed", Effect.succeed(1)],
   ["Effect.fail", Effect.fail(new Refused())],
-  ["Either.right", Either.right(1)],
-  ["Either.left", Either.left(new Refused())],
+  ["Result.succeed", Result.succeed(1)],
+  ["Result.fail", Result.fail(new Refused())],
   ["a tagged error as an Effect", new Refused()],
   ["Effect.sync", Effect.sync(() => 1)],
-  ["an async step", Effect.async<number>((resume) => void setImmediate(() => resume(Effect.succeed(1))))]
+  ["an async step", Effect.callback<number>((resume) => void setImmediate(() => resume(Effect.succeed(1))))]
 ]
 
 describe("afterStep", () => {
@@ -33,10 +33,10 @@ describe("afterStep", () => {
       return Effect.void
     }
     afterStep(Effect.succeed(1), record)
-    afterStep(Either.right(2), record)
+    afterStep(Result.succeed(2), record)
     expect(seen).toEqual([1, 2])
     afterStep(Effect.fail(new Refused()), record)
-    afterStep(Either.left(new Refused()), record)
+    afterStep(Result.fail(new Refused()), record)
     afterStep(Effect.sync(() => 3), record)
     expect(seen).toEqual([1, 2])
   })

@@ -59,7 +59,7 @@ describe("in-band refusal", () => {
       expect(response.headers.get("content-type")).toBe("application/json")
       expect(yield* Effect.promise(() => response.text())).toBe('{"error":"worker refused activation, retry"}')
       expect(fake.calls.length).toBe(1)
-      expect((yield* Effect.either(registry.placement(key)))._tag).toBe("Left")
+      expect((yield* Effect.result(registry.placement(key)))._tag).toBe("Left")
     })
   )
 
@@ -181,7 +181,7 @@ describe("a client that goes away", () => {
       const resolving = yield* Deferred.make<void>()
       const resolveMayGo = yield* Deferred.make<void>()
       const { port, handled, openConnections } = yield* pipelineHarness(fake, {
-        holdResolves: Effect.zipRight(Deferred.succeed(resolving, undefined), Deferred.await(resolveMayGo))
+        holdResolves: Effect.andThen(Deferred.succeed(resolving, undefined), Deferred.await(resolveMayGo))
       })
       const socket = net.connect(port, "127.0.0.1")
       yield* Effect.promise(() => new Promise((resolve) => socket.once("connect", resolve)))

@@ -2,7 +2,7 @@
 // header (or an absolute-form target's authority) lowercased, its port stripped; none is 400
 // missing Host header; outside the mode, nothing is read.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import { bindingOf, hostnameOf } from "../../src/pipeline/steps/HostnameBinding.js"
 
 describe("the request's hostname", () => {
@@ -31,8 +31,8 @@ describe("the request's hostname", () => {
   it.effect("in hostname-aware mode: the hostname, or 400 missing Host header", () =>
     Effect.gen(function* () {
       expect(yield* bindingOf("/docs/x", { host: "A.example:443" }, true)).toBe("a.example")
-      const missing = yield* Effect.either(bindingOf("/docs/x", {}, true))
-      expect(Either.isLeft(missing) && missing.left.reply).toMatchObject({ status: 400 })
+      const missing = yield* Effect.result(bindingOf("/docs/x", {}, true))
+      expect(Result.isFailure(missing) && missing.left.reply).toMatchObject({ status: 400 })
     })
   )
 
@@ -43,8 +43,8 @@ describe("the request's hostname", () => {
       expect(yield* bindingOf("https://[::1]:8443/docs/x", {}, true)).toBe("[::1]")
       // No Host is needed beside it (HTTP/1.0); an empty authority names no hostname.
       expect(yield* bindingOf("http://b.example/docs/x", {}, true)).toBe("b.example")
-      const empty = yield* Effect.either(bindingOf("http:///docs/x", { host: "a.example" }, true))
-      expect(Either.isLeft(empty) && empty.left._tag).toBe("MissingHost")
+      const empty = yield* Effect.result(bindingOf("http:///docs/x", { host: "a.example" }, true))
+      expect(Result.isFailure(empty) && empty.left._tag).toBe("MissingHost")
       expect(yield* bindingOf("http://b.example/docs/x", { host: "a.example" }, false)).toBe("")
     })
   )

@@ -1,13 +1,13 @@
 // Step 8, the inflight cap (docs/proxy.md "Limits"): per worker, at most `forwards.maxInflight` forwards
 // awaiting headers in this process; one more is 503 worker at capacity, retry.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Result, Layer } from "effect"
 import { AppConfig } from "../../src/AppConfig.js"
 import { InflightCap, makeInflightCap } from "../../src/pipeline/InflightCap.js"
 import { configForTests } from "../support/TestConfig.js"
 
 const takes = (cap: ReturnType<typeof makeInflightCap>, worker: string) =>
-  Effect.map(Effect.either(cap.take(worker)), (result) => (Either.isLeft(result) ? result.left._tag : "taken"))
+  Effect.map(Effect.result(cap.take(worker)), (result) => (Result.isFailure(result) ? result.left._tag : "taken"))
 
 describe("the inflight cap", () => {
   it.effect("takes up to maxInflight slots per worker, then refuses; other workers have their own", () =>

@@ -25,7 +25,7 @@ describe("forward limits under TestClock", () => {
       const response = yield* Effect.promise(() => client.response)
       expect(response.status).toBe(502)
       expect(yield* Effect.promise(() => response.text())).toBe("bad gateway")
-      const placement = yield* Effect.either(registry.placement(key))
+      const placement = yield* Effect.result(registry.placement(key))
       expect(placement._tag).toBe("Left")
     })
   )

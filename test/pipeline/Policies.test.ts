@@ -3,8 +3,9 @@
 // schedule's driver made only after a first failure, so it must retry exactly as
 // `Effect.retry` does, for any sequence of outcomes and any of the policies.
 import { describe, expect, it } from "@effect/vitest"
-import { Data, Effect, Exit, FastCheck as fc, Schedule } from "effect"
+import { Data, Effect, Exit, Schedule } from "effect"
 import { RE_RESOLVE, REFUSAL_RE_PLACE, retryAfterFailure } from "../../src/pipeline/Policies.js"
+import * as fc from "../support/Arbitraries.js"
 
 class StaleResolve extends Data.TaggedError("StaleResolve")<{}> {}
 class RefusedBy extends Data.TaggedError("RefusedBy")<{}> {}
@@ -31,20 +32,17 @@ const policies: Record<string, Schedule.Schedule<unknown, { readonly _tag: strin
 
 describe("retry policies", () => {
   it("retryAfterFailure retries exactly as Effect.retry, for any outcomes and policy", () =>
-    fc.assert(
-      fc.property(
-        fc.array(fc.constantFrom<Tag>("StaleResolve", "RefusedBy", "Other"), { maxLength: 6 }),
-        fc.constantFrom(...Object.keys(policies)),
-        (failures, name) => {
-          const policy = policies[name]!
-          const viaRetry = scripted(failures)
-          const viaAfterFailure = scripted(failures)
-          const expected = Effect.runSyncExit(Effect.retry(viaRetry.effect, policy))
-          const actual = Effect.runSyncExit(retryAfterFailure(viaAfterFailure.effect, policy))
-          expect(actual).toEqual(expected)
-          expect(viaAfterFailure.runs()).toBe(viaRetry.runs())
-        }
-      )
+    fc.assertProperty(
+      [fc.array(fc.constantFrom("StaleResolve", "RefusedBy", "Other"), { maxLength: 6 }), fc.constantFrom(...Object.keys(policies))],
+      ([failures, name]) => {
+        const policy = policies[name]!
+        const viaRetry = scripted(failures)
+        const viaAfterFailure = scripted(failures)
+        const expected = Effect.runSyncExit(Effect.retry(viaRetry.effect, policy))
+        const actual = Effect.runSyncExit(retryAfterFailure(viaAfterFailure.effect, policy))
+        expect(actual).toEqual(expected)
+        expect(viaAfterFailure.runs()).toBe(viaRetry.runs())
+      }
     ))
 
   it("RE_RESOLVE: a stale send is resolved again once with the stale check (Deliver.ts sends the next as is); no other error is retried", () => {

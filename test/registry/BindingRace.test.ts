@@ -4,7 +4,7 @@
 // bucket decides alike, so only the order the buckets see the two in could split them; the
 // registry decides bindings in bucket 0 before the other buckets see a registration.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import type { Cluster, Redis } from "ioredis"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeRegistry } from "../../src/registry/Registry.js"
@@ -30,7 +30,7 @@ describe.each(LAYERS)("racing registrations on %s", (_name, clients) => {
       const prefix = `race${Math.random().toString(36).slice(2, 8)}`
       const pinboards = [first, second].map((client) => makeRegistry(redisBackend(client, prefix, BUCKETS, policy), policy))
       const register = (pinboard: number, pair: number, env: string) =>
-        Effect.either(
+        Effect.result(
           pinboards[pinboard]!.register({
             worker: `${env}-${pair}`,
             advertiseUrl: `http://127.0.0.1:1/${env}-${pair}`,
@@ -50,9 +50,9 @@ describe.each(LAYERS)("racing registrations on %s", (_name, clients) => {
           Promise.all(Array.from({ length: BUCKETS }, (_, b) => (first as Redis | Cluster).hget(`{${prefix}:${b}}:b:h${pair}.example|/docs`, "env")))
         )
       for (const [pair, [blue, green]] of outcomes.entries()) {
-        const winners = [Either.isRight(blue) ? "blue" : undefined, Either.isRight(green) ? "green" : undefined].filter((env) => env !== undefined)
+        const winners = [Result.isSuccess(blue) ? "blue" : undefined, Result.isSuccess(green) ? "green" : undefined].filter((env) => env !== undefined)
         expect(winners, `pair ${pair}`).toHaveLength(1)
-        const loser = Either.isLeft(blue) ? blue.left : Either.isLeft(green) ? green.left : undefined
+        const loser = Result.isFailure(blue) ? blue.failure : Result.isFailure(green) ? green.failure : undefined
         expect(loser?._tag).toBe("BindingHeldByAnotherEnv")
         expect(new Set(yield* boundEnvs(pair)), `pair ${pair}`).toEqual(new Set(winners))
       }

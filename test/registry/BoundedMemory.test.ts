@@ -1,7 +1,8 @@
 // docs/protocol.md: after 10,000 placements whose workers then lapse, the
 // periodic sweep leaves only each bucket's fixed keys within two leases.
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, TestClock } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { Backend } from "../../src/registry/Backend.js"
 import { localRegistryClock, RegistryClock } from "../../src/registry/RegistryClock.js"
 import { AppConfig } from "../../src/AppConfig.js"
@@ -29,7 +30,7 @@ const untilKeysAtMost = (bound: number, except = /^$/) =>
   Effect.promise(() => poll(async () => (await keysBut(except)) <= bound, { timeoutMs: 5000, reason: `at most ${bound} keys (but ${except})` }))
 
 describe("bounded memory on Redis", () => {
-  it.scoped(
+  it.effect(
     "removes the keys of ended placements and lapsed workers within two leases",
     () =>
       Effect.gen(function* () {

@@ -1,8 +1,8 @@
 // The registry clock's arithmetic (docs/protocol.md "Time"): a sample at its round trip's
 // midpoint, carried on by the monotonic clock, the wall clock only compared.
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
 import { readClock, sampleOf } from "../../src/registry/ClockReading.js"
+import * as Gen from "./Arbitraries.js"
 
 const bounds = { maxOffsetMs: 1000, staleMs: 6000 }
 const T = 1_800_000_000_000
@@ -12,14 +12,14 @@ describe("the registry clock's reading", () => {
     expect(sampleOf(100, 140, T * 1000)).toEqual({ registryMicros: T * 1000 + 20, monotonicMicros: 140 })
   })
 
-  it("carries the sample on by the monotonic clock, whatever the wall clock says within the bound", () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 6000 }), fc.integer({ min: -1000, max: 1000 }), (elapsed, offset) => {
-        const reading = readClock({ registryMicros: T * 1000, monotonicMicros: 50 }, 50 + elapsed * 1000, T + elapsed + offset, bounds)
-        expect(reading).toEqual({ _tag: "InBound", nowMs: T + elapsed, offsetMs: offset })
-      })
-    )
-  })
+  it.prop(
+    "carries the sample on by the monotonic clock, whatever the wall clock says within the bound",
+    [Gen.integer({ min: 0, max: 6000 }), Gen.integer({ min: -1000, max: 1000 })],
+    ([elapsed, offset]) => {
+      const reading = readClock({ registryMicros: T * 1000, monotonicMicros: 50 }, 50 + elapsed * 1000, T + elapsed + offset, bounds)
+      expect(reading).toEqual({ _tag: "InBound", nowMs: T + elapsed, offsetMs: offset })
+    }
+  )
 
   it("is out of bound past the offset, either way, and tells the offset", () => {
     const sample = { registryMicros: T * 1000, monotonicMicros: 0 }

@@ -3,7 +3,8 @@
 // (wind_down with its heartbeat entry, deadline and early release; deny), rebinding with
 // displacement, and the env learnt from the binding.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, TestClock } from "effect"
+import { Effect, Result } from "effect"
+import { TestClock } from "effect/testing"
 import type { NamespaceRegistration, RegistryPolicy } from "../../src/registry/Domain.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
@@ -47,7 +48,7 @@ const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<read
     const beatAll = Effect.suspend(() => Effect.forEach([...incarnations.keys()], beat, { discard: true }))
     /** Moves the clock in steps of a third of a lease, every worker heartbeating after each. */
     const advance = (ms: number): Effect.Effect<void, unknown> =>
-      ms <= 0 ? Effect.void : Effect.zipRight(Effect.zipRight(TestClock.adjust(Math.min(ms, LEASE / 3)), beatAll), Effect.suspend(() => advance(ms - LEASE / 3)))
+      ms <= 0 ? Effect.void : Effect.andThen(Effect.andThen(TestClock.adjust(Math.min(ms, LEASE / 3)), beatAll), Effect.suspend(() => advance(ms - LEASE / 3)))
     /** Registers one more worker, kept heartbeating from now on. */
     const join = (worker: string, namespaces: ReadonlyArray<NamespaceRegistration>, epoch: string) =>
       Effect.map(registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch }), (answer) =>
@@ -83,10 +84,10 @@ describe.each(LAYERS)("hostname-aware mode in the registry (%s)", (_layer, backe
   it.effect("a registration naming another env without a higher epoch: 409, and it changes nothing", () =>
     Effect.gen(function* () {
       const { registry } = yield* fleet([["wa", [docs("a.example", "prod")], "5"]])
-      const refused = yield* Effect.either(
+      const refused = yield* Effect.result(
         registry.register({ worker: "ws", advertiseUrl: "http://127.0.0.1:1/ws", namespaces: [docs("a.example", "staging")], headroom: 9, draining: false, epoch: "5" })
       )
-      expect(Either.isLeft(refused) && refused.left._tag).toBe("BindingHeldByAnotherEnv")
+      expect(Result.isFailure(refused) && refused.failure._tag).toBe("BindingHeldByAnotherEnv")
       expect((yield* registry.workers).map((w) => w.worker)).toEqual(["wa"])
       expect((yield* registry.resolve(request("a.example", "x"))).env).toBe("prod")
     })
@@ -154,8 +155,8 @@ describe.each(LAYERS)("hostname-aware mode in the registry (%s)", (_layer, backe
       yield* join("ws2", [docs("a.example", "staging")], "2")
       expect(yield* refusal(registry, "a.example", "fresh")).toEqual({ tag: "HostnameBindingDisplaced", retryAfterMs: LEASE })
       // Already placed in staging (through s.example): step 2 comes before the displacement wait.
-      const served = yield* Effect.either(registry.resolve(request("a.example", "shared")))
-      expect(Either.isLeft(served) && served.left._tag).toBe("TakeoverInProgress")
+      const served = yield* Effect.result(registry.resolve(request("a.example", "shared")))
+      expect(Result.isFailure(served) && served.failure._tag).toBe("TakeoverInProgress")
       expect(stagingId.env).toBe("staging")
       yield* advance(LEASE)
       const placed = yield* registry.resolve(request("a.example", "fresh"))

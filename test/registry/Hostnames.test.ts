@@ -1,8 +1,7 @@
 // Hostname-aware mode's pure decisions (docs/proxy.md "Hostname-aware mode", docs/protocol.md "Resolution" steps 2, 3, 5;
 // docs/proxy.md "Hostname-aware mode"): bindings set, kept, moved or refused by registrations;
 // placements held through another hostname; displacement; candidates per hostname.
-import { FastCheck as fc } from "effect"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it } from "@effect/vitest"
 import type { NamespaceRegistration } from "../../src/registry/Domain.js"
 import {
   bindingKey,
@@ -12,6 +11,7 @@ import {
   servesHostname,
   type Binding
 } from "../../src/registry/Hostnames.js"
+import * as Gen from "./Arbitraries.js"
 
 const LEASE = 15_000
 const NOW = 1_800_000_000_000
@@ -77,35 +77,35 @@ describe("bindings a registration sets (docs/proxy.md 'Hostname-aware mode')", (
     expect(decideBindings(new Map(), [entry("", "")], "0", NOW, LEASE)).toEqual({ _tag: "Bind", updates: new Map() })
   })
 
-  it("over any sequence of registrations, a pair changes env only at a strictly higher epoch, and then waits one lease", () => {
-    const registration = fc.record({
-      hostname: fc.constantFrom("a.example", "b.example"),
-      env: fc.constantFrom("prod", "dev", "staging"),
-      epoch: fc.bigInt({ min: 0n, max: 20n }).map(String),
-      at: fc.integer({ min: 0, max: 100_000 })
-    })
-    fc.assert(
-      fc.property(fc.array(registration, { maxLength: 40 }), (registrations) => {
-        const bindings = new Map<string, Binding>()
-        for (const r of registrations) {
-          const before = bindings.get(bindingKey(r.hostname, "/docs"))
-          const decision = decideBindings(bindings, [entry(r.hostname, r.env)], r.epoch, r.at, LEASE)
-          if (decision._tag === "Conflict") {
-            expect(before !== undefined && before.env !== r.env && BigInt(r.epoch) <= BigInt(before.epoch)).toBe(true)
-            continue
-          }
-          for (const [key, after] of decision.updates) bindings.set(key, after)
-          const after = bindings.get(bindingKey(r.hostname, "/docs"))!
-          expect(after.env).toBe(r.env)
-          if (before !== undefined && before.env !== after.env) {
-            expect(BigInt(after.epoch) > BigInt(before.epoch)).toBe(true)
-            expect(after.displacedUntil).toBe(r.at + LEASE)
-          }
-          if (before !== undefined) expect(BigInt(after.epoch) >= BigInt(before.epoch)).toBe(true)
-        }
-      })
-    )
+  const registration = Gen.record({
+    hostname: Gen.constantFrom("a.example", "b.example"),
+    env: Gen.constantFrom("prod", "dev", "staging"),
+    epoch: Gen.map(Gen.bigInt({ min: 0n, max: 20n }), String),
+    at: Gen.integer({ min: 0, max: 100_000 })
   })
+  it.prop(
+    "over any sequence of registrations, a pair changes env only at a strictly higher epoch, and then waits one lease",
+    [Gen.array(registration, { maxLength: 40 })],
+    ([registrations]) => {
+      const bindings = new Map<string, Binding>()
+      for (const r of registrations) {
+        const before = bindings.get(bindingKey(r.hostname, "/docs"))
+        const decision = decideBindings(bindings, [entry(r.hostname, r.env)], r.epoch, r.at, LEASE)
+        if (decision._tag === "Conflict") {
+          expect(before !== undefined && before.env !== r.env && BigInt(r.epoch) <= BigInt(before.epoch)).toBe(true)
+          continue
+        }
+        for (const [key, after] of decision.updates) bindings.set(key, after)
+        const after = bindings.get(bindingKey(r.hostname, "/docs"))!
+        expect(after.env).toBe(r.env)
+        if (before !== undefined && before.env !== after.env) {
+          expect(BigInt(after.epoch) > BigInt(before.epoch)).toBe(true)
+          expect(after.displacedUntil).toBe(r.at + LEASE)
+        }
+        if (before !== undefined) expect(BigInt(after.epoch) >= BigInt(before.epoch)).toBe(true)
+      }
+    }
+  )
 })
 
 describe("a live placement and the request's hostname (docs/protocol.md 'Resolution' step 2)", () => {

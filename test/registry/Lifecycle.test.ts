@@ -1,7 +1,8 @@
 // Time rules of the registry, driven by TestClock, on both layers: cold start, lease lapse,
 // 410 lease lost, wind-down deadlines, the nack window, epochs across a wipe.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, TestClock } from "effect"
+import { Effect, Result } from "effect"
+import { TestClock } from "effect/testing"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"
@@ -203,6 +204,6 @@ describe.each(subjects)("registry lifecycle (%s)", (_name, make) => {
       const placed = yield* registry.resolve(request("a"))
       expect(placed.worker).toBe("w2")
       yield* registry.deregister("w2", incarnations.get("w2")!)
-      expect(Either.isLeft(yield* Effect.either(registry.placement(key("a"))))).toBe(true)
+      expect(Result.isFailure(yield* Effect.result(registry.placement(key("a"))))).toBe(true)
     }))
 })

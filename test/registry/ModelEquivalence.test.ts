@@ -3,7 +3,7 @@
 // answer must be equal, every resolve must answer what a second, naive resolution written from
 // docs/protocol.md "Resolution" derives (test/support/NaiveResolution.ts), and the invariants
 // of docs/protocol.md and docs/registry-api.md must hold throughout.
-import { Effect, FastCheck as fc } from "effect"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import type { Takeover } from "../../src/Config.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
@@ -13,6 +13,7 @@ import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory
 import { bindingKey } from "../../src/registry/Hostnames.js"
 import { naiveResolve, type NaiveAnswer } from "../support/NaiveResolution.js"
 import { redisBackend, useRedis, useRedisCluster, wipeBucket } from "../support/RedisBackend.js"
+import * as Gen from "./Arbitraries.js"
 
 const BUCKETS = 3
 const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }
@@ -52,50 +53,50 @@ const FLEET: ReadonlyArray<Cmd> = [
   ...[["w-a", 0], ["w-b", 5], ["w-c", 0.3]].map(([worker, headroom]): Cmd => ({ op: "heartbeat", worker: worker as string, stale: false, headroom: headroom as number, draining: false, degraded: false }))
 ]
 
-const worker = fc.constantFrom(...WORKERS)
-const namespace = fc.constantFrom(...NAMESPACES)
-const id = fc.constantFrom(...IDS)
-const rarely = fc.constantFrom(false, false, false, false, true)
-const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
-const beat = fc.record({ op: fc.constant("beat" as const), ms: fc.integer({ min: 300, max: 1500 }), headroom: fc.constantFrom(...HEADROOMS) })
-const resolveCommand = fc.record({ op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: fc.option(worker, { nil: undefined }), excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit })
-const command: fc.Arbitrary<Cmd> = fc.oneof(
+const worker = Gen.constantFrom(...WORKERS)
+const namespace = Gen.constantFrom(...NAMESPACES)
+const id = Gen.constantFrom(...IDS)
+const rarely = Gen.constantFrom(false, false, false, false, true)
+const unit = Gen.double({ min: 0, max: 1, maxExcluded: true })
+const beat = Gen.record({ op: Gen.constant("beat" as const), ms: Gen.integer({ min: 300, max: 1500 }), headroom: Gen.constantFrom(...HEADROOMS) })
+const resolveCommand = Gen.record({ op: Gen.constant("resolve" as const), namespace, id, affinity: Gen.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: Gen.option(worker, { nil: undefined }), excluded: Gen.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit })
+const command: Gen.Arbitrary<Cmd> = Gen.oneof(
   { arbitrary: resolveCommand, weight: 8 },
   // Concurrent resolves: the Redis layer batches them per bucket; answers must equal running them in order.
-  { arbitrary: fc.record({ op: fc.constant("resolveMany" as const), resolves: fc.array(resolveCommand, { minLength: 2, maxLength: 8 }) }), weight: 2 },
-  fc.record({ op: fc.constant("register" as const), worker, namespaces: fc.subarray(NAMESPACES, { minLength: 1 }), headroom: fc.constantFrom(...HEADROOMS), draining: rarely }),
-  { arbitrary: fc.record({ op: fc.constant("heartbeat" as const), worker, stale: rarely, headroom: fc.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
-  fc.record({ op: fc.constant("deregister" as const), worker, stale: fc.boolean() }),
-  fc.record({ op: fc.constantFrom("release" as const, "windDown" as const), namespace, id, stale: fc.boolean() }),
-  fc.record({ op: fc.constant("tag" as const), namespace, id, stale: fc.boolean(), tag: fc.string({ maxLength: 8 }) }),
-  fc.record({ op: fc.constant("nack" as const), worker }),
-  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 200, 500, 999, 1000, 1999, 2000, 3000, 6001) }), weight: 4 },
+  { arbitrary: Gen.record({ op: Gen.constant("resolveMany" as const), resolves: Gen.array(resolveCommand, { minLength: 2, maxLength: 8 }) }), weight: 2 },
+  Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely }),
+  { arbitrary: Gen.record({ op: Gen.constant("heartbeat" as const), worker, stale: rarely, headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
+  Gen.record({ op: Gen.constant("deregister" as const), worker, stale: Gen.boolean() }),
+  Gen.record({ op: Gen.constantFrom("release" as const, "windDown" as const), namespace, id, stale: Gen.boolean() }),
+  Gen.record({ op: Gen.constant("tag" as const), namespace, id, stale: Gen.boolean(), tag: Gen.string({ maxLength: 8 }) }),
+  Gen.record({ op: Gen.constant("nack" as const), worker }),
+  { arbitrary: Gen.record({ op: Gen.constant("advance" as const), ms: Gen.constantFrom(1, 200, 500, 999, 1000, 1999, 2000, 3000, 6001) }), weight: 4 },
   { arbitrary: beat, weight: 6 },
-  { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
-  fc.record({ op: fc.constantFrom("sweep" as const, "workers" as const) }),
-  fc.record({ op: fc.constant("placement" as const), namespace, id })
+  { arbitrary: Gen.record({ op: Gen.constant("wipe" as const), bucket: Gen.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
+  Gen.record({ op: Gen.constantFrom("sweep" as const, "workers" as const) }),
+  Gen.record({ op: Gen.constant("placement" as const), namespace, id })
 )
 
 /** Hostname-aware runs: registrations name (hostname, env) per namespace with an epoch; resolves come through a hostname. */
-const host = fc.constantFrom(...HOSTS)
-const env = fc.constantFrom(...ENVS)
-const hostnameResolve = fc.record({
-  op: fc.constant("resolve" as const), namespace, id, affinity: fc.constantFrom("10.0.0.1", "10.0.0.2"), caller: fc.option(worker, { nil: undefined }),
-  excluded: fc.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit, hostname: host, env, takeover: fc.constantFrom("wind_down" as const, "deny" as const)
+const host = Gen.constantFrom(...HOSTS)
+const env = Gen.constantFrom(...ENVS)
+const hostnameResolve = Gen.record({
+  op: Gen.constant("resolve" as const), namespace, id, affinity: Gen.constantFrom("10.0.0.1", "10.0.0.2"), caller: Gen.option(worker, { nil: undefined }),
+  excluded: Gen.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit, hostname: host, env, takeover: Gen.constantFrom("wind_down" as const, "deny" as const)
 })
-const hostnameCommand: fc.Arbitrary<Cmd> = fc.oneof(
+const hostnameCommand: Gen.Arbitrary<Cmd> = Gen.oneof(
   { arbitrary: hostnameResolve, weight: 8 },
-  { arbitrary: fc.record({ op: fc.constant("resolveMany" as const), resolves: fc.array(hostnameResolve, { minLength: 2, maxLength: 6 }) }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant("register" as const), worker, namespaces: fc.subarray(NAMESPACES, { minLength: 1 }), headroom: fc.constantFrom(...HEADROOMS), draining: rarely, hosts: fc.array(fc.tuple(host, env), { minLength: 1, maxLength: 2 }), epoch: fc.constantFrom(...EPOCHS) }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant("heartbeat" as const), worker, stale: rarely, headroom: fc.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
-  fc.record({ op: fc.constant("deregister" as const), worker, stale: fc.boolean() }),
-  fc.record({ op: fc.constantFrom("release" as const, "windDown" as const), namespace, id, stale: fc.boolean(), env }),
-  fc.record({ op: fc.constant("tag" as const), namespace, id, stale: fc.boolean(), tag: fc.string({ maxLength: 8 }), env }),
-  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 500, 1000, 2000, 3000, 6001) }), weight: 4 },
+  { arbitrary: Gen.record({ op: Gen.constant("resolveMany" as const), resolves: Gen.array(hostnameResolve, { minLength: 2, maxLength: 6 }) }), weight: 2 },
+  { arbitrary: Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, hosts: Gen.array(Gen.tuple(host, env), { minLength: 1, maxLength: 2 }), epoch: Gen.constantFrom(...EPOCHS) }), weight: 2 },
+  { arbitrary: Gen.record({ op: Gen.constant("heartbeat" as const), worker, stale: rarely, headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
+  Gen.record({ op: Gen.constant("deregister" as const), worker, stale: Gen.boolean() }),
+  Gen.record({ op: Gen.constantFrom("release" as const, "windDown" as const), namespace, id, stale: Gen.boolean(), env }),
+  Gen.record({ op: Gen.constant("tag" as const), namespace, id, stale: Gen.boolean(), tag: Gen.string({ maxLength: 8 }), env }),
+  { arbitrary: Gen.record({ op: Gen.constant("advance" as const), ms: Gen.constantFrom(1, 500, 1000, 2000, 3000, 6001) }), weight: 4 },
   { arbitrary: beat, weight: 6 },
-  { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
-  fc.record({ op: fc.constantFrom("sweep" as const, "workers" as const) }),
-  fc.record({ op: fc.constant("placement" as const), namespace, id, env })
+  { arbitrary: Gen.record({ op: Gen.constant("wipe" as const), bucket: Gen.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
+  Gen.record({ op: Gen.constantFrom("sweep" as const, "workers" as const) }),
+  Gen.record({ op: Gen.constant("placement" as const), namespace, id, env })
 )
 
 /** A hostname-aware fleet past its cold start: both hostnames bound to prod (so takeovers happen), w-d on dev. */
@@ -250,8 +251,8 @@ const MODES = [
 /**
  * How far the runs reach. `npm run test:deep` (PINBOARD_DEEP=1, not in CI): 1,000 sequences of 50
  * to 400 steps per layer and mode. CI: 75 of 20 to 100, about the steps of the 300 short runs
- * before. `size: "max"` makes fast-check draw lengths over the whole range (its default size
- * keeps arrays near 20 whatever maxLength says).
+ * before. `size: "max"` draws lengths over the whole range (fast-check's default size kept
+ * arrays near 20 whatever maxLength said; Arbitraries.ts keeps that default).
  */
 const DEEP = process.env.PINBOARD_DEEP === "1"
 const REACH = DEEP ? { numRuns: 1000, minLength: 50, maxLength: 400 } : { numRuns: 75, minLength: 20, maxLength: 100 }
@@ -288,8 +289,9 @@ describe.each([
 
   it.each(MODES)("answers equally at every step and keeps the invariants ($mode)", async ({ mode, fleet: warm, commands }) => {
     const covered = coverage()
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(true, true, true, false), fc.array(commands, { minLength: REACH.minLength, maxLength: REACH.maxLength, size: "max" }), async (fleet, random) => {
+    await Gen.assertProperty(
+      Gen.tuple(Gen.constantFrom(true, true, true, false), Gen.array(commands, { minLength: REACH.minLength, maxLength: REACH.maxLength, size: "max" })),
+      async ([fleet, random]) => {
         const cmds = fleet ? [...warm, ...random] : random
         covered.lengths.push(cmds.length)
         const prefix = `m${runs++}`
@@ -341,8 +343,8 @@ describe.each([
           // A live worker told its lease is lost registers again.
           if (cmd.op === "heartbeat" && cmd.rejoin === true && (expected as Array<{ _tag: string }>).some((a) => a._tag === "LeaseLost")) queue.unshift(known.registrations.get(cmd.worker)!)
         }
-      }),
-      { numRuns: REACH.numRuns }
+      },
+      { runs: REACH.numRuns }
     )
     covered.print(`${layer}, ${mode}`)
   }, DEEP ? 3_600_000 : 240_000)

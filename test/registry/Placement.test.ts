@@ -1,16 +1,18 @@
 // docs/protocol.md "Resolution" steps 5 and 6 as properties of the pure placement choice.
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
 import type { RegistryPolicy, WorkerRecord } from "../../src/registry/Domain.js"
 import { byWorkerId, choosePlacement, isPlaceable, rendezvousPick as pick, rendezvousScore, type Candidate } from "../../src/registry/Placement.js"
+import * as Gen from "./Arbitraries.js"
 
-const candidates = fc
-  .uniqueArray(
-    fc.record({ worker: fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/), headroom: fc.double({ min: 0, max: 1000, noNaN: true }) }),
-    { minLength: 1, maxLength: 8, selector: (c) => c.worker }
-  )
-  .map((list) => [...list].sort(byWorkerId))
-const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
+const candidates = Gen.map(
+  Gen.uniqueArray(Gen.record({ worker: Gen.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/), headroom: Gen.double({ min: 0, max: 1000 }) }), {
+    minLength: 1,
+    maxLength: 8,
+    selector: (c) => c.worker
+  }),
+  (list) => [...list].sort(byWorkerId)
+)
+const unit = Gen.double({ min: 0, max: 1, maxExcluded: true })
 
 const choice = (list: ReadonlyArray<Candidate>, extra: Partial<Parameters<typeof choosePlacement>[0]> = {}) =>
   choosePlacement({ candidates: list, caller: undefined, affinity: "10.0.0.1", balanceFactor: 1.25, r1: 0, r2: 0, ...extra })
@@ -24,7 +26,7 @@ describe("placement choice", () => {
     expect(choice([])).toBeUndefined()
   })
 
-  it.prop("always picks a candidate", [candidates, fc.string(), fc.option(fc.string(), { nil: undefined }), unit, unit], ([list, affinity, caller, r1, r2]) => {
+  it.prop("always picks a candidate", [candidates, Gen.string(), Gen.option(Gen.string(), { nil: undefined }), unit, unit], ([list, affinity, caller, r1, r2]) => {
     expect(list.map((c) => c.worker)).toContain(choice(list, { affinity, caller, r1, r2 }))
   })
 
@@ -35,12 +37,12 @@ describe("placement choice", () => {
     }
   })
 
-  it.prop("otherwise the rendezvous winner, on the greatest sha1(affinity \\n worker)", [candidates, fc.string(), unit, unit], ([list, affinity, r1, r2]) => {
+  it.prop("otherwise the rendezvous winner, on the greatest sha1(affinity \\n worker)", [candidates, Gen.string(), unit, unit], ([list, affinity, r1, r2]) => {
     const preferred = rendezvousPick(list, affinity)
     if (preferred.headroom >= mean(list) / 1.25) expect(choice(list, { affinity, r1, r2 })).toBe(preferred.worker)
   })
 
-  it.prop("below the threshold, the higher headroom of candidates i = floor(r1 n) and j (skipping i)", [candidates, fc.string(), unit, unit], ([list, affinity, r1, r2]) => {
+  it.prop("below the threshold, the higher headroom of candidates i = floor(r1 n) and j (skipping i)", [candidates, Gen.string(), unit, unit], ([list, affinity, r1, r2]) => {
     const preferred = rendezvousPick(list, affinity)
     if (preferred.headroom >= mean(list) / 1.25 || list.length < 2) return
     const n = list.length

@@ -2,7 +2,8 @@
 // both layers: the rows naming each worker, summed over every bucket, following placements,
 // releases, deregistration and a new incarnation; asked for in slices of 256 workers.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
@@ -46,7 +47,7 @@ const warmFleet = (registry: RegistryService) =>
 
 /** How many of `ids` the registry's placement rows give to each worker. */
 const ownersOf = (registry: RegistryService, ids: ReadonlyArray<string>) =>
-  Effect.reduce(ids, { w1: 0, w2: 0, w3: 0 } as Record<string, number>, (counts, id) =>
+  Effect.reduce(ids, (): Record<string, number> => ({ w1: 0, w2: 0, w3: 0 }), (counts, id) =>
     Effect.map(registry.placement(key(id)), (row) => ({ ...counts, [row.worker]: counts[row.worker]! + 1 }))
   )
 

@@ -41,7 +41,7 @@ describe("the registry's first connection", () => {
       const took = await Promise.all(
         Array.from({ length: CLIENTS }, async () => {
           const started = performance.now()
-          const client = await Effect.runPromise(Scope.extend(connectRedis({ url: undefined, cluster: cluster.seeds.split(",") }), scope))
+          const client = await Effect.runPromise(Scope.provide(connectRedis({ url: undefined, cluster: cluster.seeds.split(",") }), scope))
           return { client, ms: performance.now() - started }
         })
       )
@@ -66,7 +66,7 @@ describe("a client ioredis ends by itself", () => {
   it("is connected again: a reconnection cut short, as a Sentinel's failover message does, does not leave the registry unreachable", async () => {
     const scope = Effect.runSync(Scope.make())
     try {
-      const client = await Effect.runPromise(Scope.extend(connectRedis({ url: server.url, cluster: undefined }), scope))
+      const client = await Effect.runPromise(Scope.provide(connectRedis({ url: server.url, cluster: undefined }), scope))
       expect(await client.ping()).toBe("PONG")
       const ended = new Promise<void>((resolve) => client.once("end", () => resolve()))
       // What ioredis's failover detector does on +switch-master: the connector is told to stop while the client connects.
@@ -81,7 +81,7 @@ describe("a client ioredis ends by itself", () => {
 
   it("stays closed once its scope is closed", async () => {
     const scope = Effect.runSync(Scope.make())
-    const client = await Effect.runPromise(Scope.extend(connectRedis({ url: server.url, cluster: undefined }), scope))
+    const client = await Effect.runPromise(Scope.provide(connectRedis({ url: server.url, cluster: undefined }), scope))
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await new Promise((resolve) => setTimeout(resolve, 1500))
     expect(client.status).toBe("end")

@@ -2,7 +2,7 @@
 // decodes to what it says, in the format its script's header gives; a reply the protocol does
 // not allow is a defect (UnexpectedReply) naming the script and the reply, never an answer.
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, FastCheck as fc, Option } from "effect"
+import { Cause, Effect, Exit, Option, Result } from "effect"
 import type { ResolveOutcome } from "../../src/registry/Domain.js"
 import type { RecordUpdate } from "../../src/registry/MembershipView.js"
 import type { ScriptName } from "../../src/registry/RedisConnection.js"
@@ -30,6 +30,7 @@ import {
   type ProposalReply,
   type ViewPayload
 } from "../../src/registry/RedisWire.js"
+import * as Gen from "./Arbitraries.js"
 
 // --- resolve.lua's replies, written as the script writes them ---------------------------
 
@@ -76,55 +77,56 @@ const resolveWire = (reply: AskReply | ProposalReply): string => {
   }
 }
 
-const word = fc.stringMatching(/^[A-Za-z0-9._~:/-]{1,12}$/)
-const epoch = fc.bigInt({ min: 1n, max: 10n ** 22n }).map(String)
-const ms = fc.nat({ max: 10 ** 9 })
-const registration = fc.record({ namespace: word, hostname: fc.constantFrom("", "a.example"), env: fc.constantFrom("", "prod") })
-const update: fc.Arbitrary<RecordUpdate> = fc.oneof(
-  word.map((worker) => ({ worker, record: undefined })),
-  fc
-    .record({
+const word = Gen.stringMatching(/^[A-Za-z0-9._~:/-]{1,12}$/)
+const epoch = Gen.map(Gen.bigInt({ min: 1n, max: 10n ** 22n }), String)
+const ms = Gen.nat({ max: 10 ** 9 })
+const registration = Gen.record({ namespace: word, hostname: Gen.constantFrom("", "a.example"), env: Gen.constantFrom("", "prod") })
+const update: Gen.Arbitrary<RecordUpdate> = Gen.oneof(
+  Gen.map(word, (worker) => ({ worker, record: undefined })),
+  Gen.map(
+    Gen.record({
       worker: word,
-      memberKeys: fc.uniqueArray(word, { maxLength: 3 }),
-      headroom: fc.double({ min: 0, max: 1e6, noNaN: true }),
-      draining: fc.boolean(),
-      degraded: fc.boolean(),
+      memberKeys: Gen.uniqueArray(word, { maxLength: 3 }),
+      headroom: Gen.double({ min: 0, max: 1e6 }),
+      draining: Gen.boolean(),
+      degraded: Gen.boolean(),
       nackWindowStart: ms,
-      nackCount: fc.nat({ max: 99 }),
-      namespaces: fc.array(registration, { maxLength: 2 })
-    })
-    .map((record) => ({ worker: record.worker, record }))
+      nackCount: Gen.nat({ max: 99 }),
+      namespaces: Gen.array(registration, { maxLength: 2 })
+    }),
+    (record) => ({ worker: record.worker, record })
+  )
 )
-const payload: fc.Arbitrary<ViewPayload> = fc.record({
-  gen: ms.map(String),
-  seq: ms.map(String),
-  state: fc.constantFrom("done" as const, "more" as const, "full" as const),
-  short: fc.option(fc.array(word, { maxLength: 4 }), { nil: undefined }),
-  updates: fc.array(update, { maxLength: 4 })
+const payload: Gen.Arbitrary<ViewPayload> = Gen.record({
+  gen: Gen.map(ms, String),
+  seq: Gen.map(ms, String),
+  state: Gen.constantFrom("done" as const, "more" as const, "full" as const),
+  short: Gen.option(Gen.array(word, { maxLength: 4 }), { nil: undefined }),
+  updates: Gen.array(update, { maxLength: 4 })
 })
-const outcome: fc.Arbitrary<ResolveOutcome> = fc.oneof(
-  fc.record({ _tag: fc.constant("Placed" as const), worker: word, advertiseUrl: word.map((w) => `http://${w}`), epoch, isNew: fc.boolean() }),
-  fc.constant({ _tag: "UnknownNamespace" as const }),
-  fc.constant({ _tag: "NoLiveBackends" as const }),
-  fc.record({ _tag: fc.constant("ColdStart" as const), retryAfterMs: ms }),
-  fc.record({ _tag: fc.constant("Rebound" as const), env: fc.constantFrom("", "prod", "staging") }),
-  fc.constant({ _tag: "HeldByAnotherHostname" as const }),
-  fc.record({ _tag: fc.constant("TakeoverInProgress" as const), retryAfterMs: ms }),
-  fc.record({ _tag: fc.constant("Displaced" as const), retryAfterMs: ms })
+const outcome: Gen.Arbitrary<ResolveOutcome> = Gen.oneof(
+  Gen.record({ _tag: Gen.constant("Placed" as const), worker: word, advertiseUrl: Gen.map(word, (w) => `http://${w}`), epoch, isNew: Gen.boolean() }),
+  Gen.constant({ _tag: "UnknownNamespace" as const }),
+  Gen.constant({ _tag: "NoLiveBackends" as const }),
+  Gen.record({ _tag: Gen.constant("ColdStart" as const), retryAfterMs: ms }),
+  Gen.record({ _tag: Gen.constant("Rebound" as const), env: Gen.constantFrom("", "prod", "staging") }),
+  Gen.constant({ _tag: "HeldByAnotherHostname" as const }),
+  Gen.record({ _tag: Gen.constant("TakeoverInProgress" as const), retryAfterMs: ms }),
+  Gen.record({ _tag: Gen.constant("Displaced" as const), retryAfterMs: ms })
 )
-const askReply: fc.Arbitrary<AskReply> = fc.oneof(
+const askReply: Gen.Arbitrary<AskReply> = Gen.oneof(
   outcome,
-  fc.constant({ _tag: "AskAgain" as const }),
-  payload.map((view) => ({ _tag: "ProposalWanted" as const, view }))
+  Gen.constant({ _tag: "AskAgain" as const }),
+  Gen.map(payload, (view) => ({ _tag: "ProposalWanted" as const, view }))
 )
-const proposalReply: fc.Arbitrary<ProposalReply> = fc.oneof(outcome, payload.map((view) => ({ _tag: "ProposalRefused" as const, view })))
+const proposalReply: Gen.Arbitrary<ProposalReply> = Gen.oneof(outcome, Gen.map(payload, (view) => ({ _tag: "ProposalRefused" as const, view })))
 
 /** The defect a decoder's reply makes, run as the protocol runs it. */
 const defectOf = <R>(decode: (reply: R) => unknown, reply: R): unknown => {
   const exit = Effect.runSyncExit(orDefect(decode)(reply))
   if (Exit.isSuccess(exit)) throw new Error(`decoded ${JSON.stringify(exit.value)}`)
-  expect(Cause.failureOption(exit.cause)).toEqual(Option.none())
-  return Option.getOrThrow(Cause.dieOption(exit.cause))
+  expect(Cause.findErrorOption(exit.cause)).toEqual(Option.none())
+  return Result.getOrThrow(Cause.findDefect(exit.cause))
 }
 
 const expectUnexpected = <R>(decode: (reply: R) => unknown, reply: R, script: ScriptName) => {

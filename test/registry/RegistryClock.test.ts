@@ -3,7 +3,8 @@
 // out of bound, or that has no fresh sample, gets no time (so makes no registry writes), says
 // so, counts it, and resumes by itself.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, TestClock } from "effect"
+import { Clock, Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { RegistryUnavailable } from "../../src/Errors.js"
 import { Metrics, type MetricsService } from "../../src/observe/Metrics.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
@@ -17,11 +18,11 @@ const policy = { leaseMs: 15_000, balanceFactor: 1.25, nackThreshold: 3, nackWin
 
 /** A registry whose time is the test's own (plus `registryAhead`), reachable while `up`. */
 const registryAt = (link: { up: boolean; registryAhead: number; delayMs: number }) =>
-  Effect.map(Effect.clock, (clock): RegistryBackend => ({
+  Effect.map(Clock.Clock, (clock): RegistryBackend => ({
     ...makeMemoryBackend(1, policy),
     time: Effect.suspend(() =>
       link.up
-        ? Effect.as(Effect.sleep(link.delayMs), clock.unsafeCurrentTimeMillis() + link.registryAhead)
+        ? Effect.as(Effect.sleep(link.delayMs), clock.currentTimeMillisUnsafe() + link.registryAhead)
         : Effect.fail(new RegistryUnavailable({ cause: "cut" }))
     )
   }))
@@ -31,16 +32,16 @@ const processClock = (backend: RegistryBackend, skew: { ms: number }) =>
   Effect.gen(function* () {
     const counted = { outOfBound: 0, offsets: [] as Array<number> }
     const metrics = { clockOffset: (ms: number) => counted.offsets.push(ms), clockOutOfBound: () => counted.outOfBound++ } as unknown as MetricsService
-    const base = yield* Effect.clock
+    const base = yield* Clock.Clock
     const clock = yield* makeSampledClock(backend, MAX_OFFSET_MS).pipe(
       Effect.provide(Layer.succeed(Metrics, metrics)),
-      Effect.withClock(skewedClock(base, () => skew.ms))
+      Effect.provideService(Clock.Clock, skewedClock(base, () => skew.ms))
     )
     return { clock, counted }
   })
 
 describe("the registry clock", () => {
-  it.scoped("tells the registry's time, not this process's wall clock", () =>
+  it.effect("tells the registry's time, not this process's wall clock", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const { clock } = yield* processClock(yield* registryAt({ up: true, registryAhead: 0, delayMs: 0 }), { ms: 900 })
@@ -49,7 +50,7 @@ describe("the registry clock", () => {
       expect(yield* clock.now).toBe(T + 1234)
     }))
 
-  it.scoped("carries the last sample on by the monotonic clock while the registry is out of reach", () =>
+  it.effect("carries the last sample on by the monotonic clock while the registry is out of reach", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const link = { up: true, registryAhead: 300, delayMs: 0 }
@@ -64,7 +65,7 @@ describe("the registry clock", () => {
       expect(yield* clock.now).toBe(T + 300 + SAMPLE_STALE_MS + 1 + SAMPLE_AGAIN_MS)
     }))
 
-  it.scoped("gives no time while the wall clock is out of bound, either way, and resumes by itself", () =>
+  it.effect("gives no time while the wall clock is out of bound, either way, and resumes by itself", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const skew = { ms: 0 }
@@ -82,7 +83,7 @@ describe("the registry clock", () => {
       expect(counted.offsets.at(-1)).toBe(-MAX_OFFSET_MS)
     }))
 
-  it.scoped("a registry whose own clock is off puts every process out of bound (fails closed)", () =>
+  it.effect("a registry whose own clock is off puts every process out of bound (fails closed)", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const link = { up: true, registryAhead: 0, delayMs: 0 }
@@ -92,11 +93,11 @@ describe("the registry clock", () => {
       expect(yield* Effect.flip(clock.now)).toMatchObject({ _tag: "ClockOffsetTooLarge", offsetMs: 3_600_000 })
     }))
 
-  it.scoped("does not count a sample whose round trip is longer than half the bound", () =>
+  it.effect("does not count a sample whose round trip is longer than half the bound", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const link = { up: true, registryAhead: 0, delayMs: MAX_OFFSET_MS / 2 + 1 }
-      const made = yield* Effect.fork(processClock(yield* registryAt(link), { ms: 0 }))
+      const made = yield* Effect.forkChild(processClock(yield* registryAt(link), { ms: 0 }))
       yield* TestClock.adjust(3 * (MAX_OFFSET_MS / 2 + 1))
       const { clock } = yield* Fiber.join(made)
       expect(yield* clock.reading).toEqual({ _tag: "Unsampled" })
@@ -104,6 +105,6 @@ describe("the registry clock", () => {
       yield* TestClock.adjust(SAMPLE_AGAIN_MS + MAX_OFFSET_MS / 2)
       // Taken at the round trip's midpoint: the registry answered its time as of the send.
       const now = yield* clock.now
-      expect(now).toBe(yield* TestClock.currentTimeMillis.pipe(Effect.map((t) => t - MAX_OFFSET_MS / 2 + MAX_OFFSET_MS / 4)))
+      expect(now).toBe(yield* Clock.currentTimeMillis.pipe(Effect.map((t) => t - MAX_OFFSET_MS / 2 + MAX_OFFSET_MS / 4)))
     }))
 })

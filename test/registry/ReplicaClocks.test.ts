@@ -10,7 +10,8 @@
 //     bucket since its wipe, whichever replica used it first;
 //   - a worker that beat in time is never told 410, whatever a skewed replica swept.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, FastCheck as fc, Layer, Runtime, TestClock } from "effect"
+import { Cause, Clock, Effect, Exit, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import { Metrics } from "../../src/observe/Metrics.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
@@ -20,6 +21,7 @@ import { makeSampledClock } from "../../src/registry/RegistryClock.js"
 import { backendSubjects, useRedis, type BackendSubject } from "../support/RedisBackend.js"
 import { skewedClock } from "../support/SkewedClock.js"
 import { scaled } from "../support/Time.js"
+import * as Gen from "./Arbitraries.js"
 
 const LEASE_MS = 3000
 const MAX_OFFSET_MS = 1000
@@ -42,15 +44,15 @@ type Step =
   | { readonly op: "resolve"; readonly via: Via; readonly id: string }
   | { readonly op: "wipe" }
 
-const via = fc.constantFrom<Via>("A", "B")
-const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.integer({ min: 50, max: LEASE_MS / 2 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant("skew" as const), ms: fc.constantFrom(...SKEWS_IN_BOUND) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant("skew" as const), ms: fc.constantFrom(...SKEWS_OUT_OF_BOUND) }) },
-  { weight: 8, arbitrary: fc.record({ op: fc.constant("beat" as const), via }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant("sweep" as const), via }) },
-  { weight: 16, arbitrary: fc.record({ op: fc.constant("resolve" as const), via, id: fc.constantFrom(...IDS) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant("wipe" as const) }) }
+const via = Gen.constantFrom<Via>("A", "B")
+const step: Gen.Arbitrary<Step> = Gen.oneof(
+  { weight: 8, arbitrary: Gen.record({ op: Gen.constant("advance" as const), ms: Gen.integer({ min: 50, max: LEASE_MS / 2 }) }) },
+  { weight: 2, arbitrary: Gen.record({ op: Gen.constant("skew" as const), ms: Gen.constantFrom(...SKEWS_IN_BOUND) }) },
+  { weight: 2, arbitrary: Gen.record({ op: Gen.constant("skew" as const), ms: Gen.constantFrom(...SKEWS_OUT_OF_BOUND) }) },
+  { weight: 8, arbitrary: Gen.record({ op: Gen.constant("beat" as const), via }) },
+  { weight: 3, arbitrary: Gen.record({ op: Gen.constant("sweep" as const), via }) },
+  { weight: 16, arbitrary: Gen.record({ op: Gen.constant("resolve" as const), via, id: Gen.constantFrom(...IDS) }) },
+  { weight: 1, arbitrary: Gen.record({ op: Gen.constant("wipe" as const) }) }
 )
 
 /**
@@ -77,22 +79,25 @@ const subjects = backendSubjects(redis, "clocks", BUCKETS, policy)
 const seen = new Map<string, number>()
 const note = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1)
 
+/** The typed error a cause fails with, if it fails with one. */
+const errorOf = <E>(cause: Cause.Cause<E>): E | undefined => Option.getOrUndefined(Cause.findErrorOption(cause))
+
 const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
   Effect.gen(function* () {
     yield* TestClock.setTime(T0)
-    const base = yield* Effect.clock
+    const base = yield* Clock.Clock
     // The registry's own time is the test's: the replicas sample it as they would Redis TIME.
-    const backend: RegistryBackend = { ...subject.backend, time: Effect.sync(() => base.unsafeCurrentTimeMillis()) }
+    const backend: RegistryBackend = { ...subject.backend, time: Effect.sync(() => base.currentTimeMillisUnsafe()) }
     const skew = { A: 0, B: 0 }
     const replicaOn = (name: Via) =>
       makeSampledClock(backend, MAX_OFFSET_MS).pipe(
         Effect.provide(Layer.succeed(Metrics, { clockOffset: () => undefined, clockOutOfBound: () => undefined } as never)),
-        Effect.withClock(skewedClock(base, () => skew[name])),
+        Effect.provideService(Clock.Clock, skewedClock(base, () => skew[name])),
         Effect.map((clock) => makeRegistry(backend, policy, undefined, clock))
       )
     const replicas: Record<Via, RegistryService> = { A: yield* replicaOn("A"), B: yield* replicaOn("B") }
     const inBound = (name: Via) => Math.abs(skew[name]) <= MAX_OFFSET_MS
-    const now = () => base.unsafeCurrentTimeMillis()
+    const now = () => base.currentTimeMillisUnsafe()
 
     const incarnations = new Map<string, string>()
     const renewedAt = new Map<string, number>()
@@ -111,7 +116,7 @@ const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
     const through = <A, E extends { readonly _tag: string }>(name: Via, op: Effect.Effect<A, E>) =>
       Effect.gen(function* () {
         const exit = yield* Effect.exit(op)
-        const clockRefused = Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag === "ClockOffsetTooLarge"
+        const clockRefused = Exit.isFailure(exit) && errorOf(exit.cause)?._tag === "ClockOffsetTooLarge"
         expect(clockRefused, `${name} skewed ${skew[name]} ms`).toBe(!inBound(name))
         if (clockRefused) note("refused: clock offset")
         return clockRefused ? undefined : exit
@@ -161,7 +166,7 @@ const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
             if (Exit.isSuccess(exit)) {
               renewedAt.set(worker, now())
               note("renewed")
-            } else if (exit.cause._tag === "Fail" && exit.cause.error._tag === "LeaseLost") {
+            } else if (errorOf(exit.cause)?._tag === "LeaseLost") {
               const renewed = renewedAt.get(worker) ?? -Infinity
               expect(now() >= renewed + LEASE_MS || wipedAt >= renewed, `${worker} told 410 ${now() - renewed} ms after its renewal`).toBe(true)
               note("410 after a lapse or a wipe")
@@ -176,7 +181,8 @@ const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
           if (exit === undefined) break
           usedBucket(bucket)
           if (Exit.isFailure(exit)) {
-            if (exit.cause._tag === "Fail") note(exit.cause.error._tag)
+            const error = errorOf(exit.cause)
+            if (error !== undefined) note(error._tag)
             break
           }
           const epoch = BigInt(exit.value.epoch)
@@ -205,17 +211,20 @@ describe.each(subjects)("two replicas, their wall clocks apart, one registry (%s
     () =>
       Effect.gen(function* () {
         seen.clear()
-        const runtime = yield* Effect.runtime<never>()
-        const details = yield* Effect.promise(() =>
-          fc.check(
-            fc.asyncProperty(fc.array(step, { minLength: 40, maxLength: 160 }), (steps) =>
-              Runtime.runPromise(runtime)(Effect.scoped(runSteps(make(), [...steps, ...wipeThenSlowReplicaFirst])))
-            ),
-            { numRuns: RUNS, interruptAfterTimeLimit: scaled(60_000) }
-          )
+        // No new run starts after the time limit (fast-check's interruptAfterTimeLimit): the runs so far count.
+        const deadline = performance.now() + scaled(60_000)
+        let runs = 0
+        yield* Gen.checkEffect(
+          Gen.array(step, { minLength: 40, maxLength: 160 }),
+          (steps) =>
+            Effect.suspend(() => {
+              if (performance.now() > deadline) return Effect.void
+              runs++
+              return Effect.scoped(runSteps(make(), [...steps, ...wipeThenSlowReplicaFirst]))
+            }),
+          { runs: RUNS }
         )
-        if (details.failed) throw new Error(fc.defaultReportMessage(details))
-        console.log(`replica clocks (${name}): ${details.numRuns} runs; ${[...seen].sort((a, b) => b[1] - a[1]).map(([what, n]) => `${what} ${n}`).join(", ")}`)
+        console.log(`replica clocks (${name}): ${runs} runs; ${[...seen].sort((a, b) => b[1] - a[1]).map(([what, n]) => `${what} ${n}`).join(", ")}`)
         for (const what of ["refused: clock offset", "placed via A", "placed via B", "placed again after a wipe", "placed again after a wipe the slow replica saw first", "RegistryColdStart", "forwarded", "renewed"]) {
           expect(seen.get(what) ?? 0, what).toBeGreaterThan(0)
         }

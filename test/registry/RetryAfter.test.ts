@@ -3,7 +3,7 @@
 // moment after the query's (another request, another Pinboard), so the backend can answer a time
 // left above the lease; none of them outlasts one lease from the registry's present.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger, LogLevel } from "effect"
+import { Effect, Layer, References } from "effect"
 import { AppConfig } from "../../src/AppConfig.js"
 import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
 import { Backend } from "../../src/registry/Backend.js"
@@ -24,7 +24,7 @@ const refusalFor = (outcome: ResolveOutcome) =>
       Layer.provide(Layer.mergeAll(Backend.layerTest(backend), RegistryClock.layerTest(localRegistryClock), Metrics.layerTest(metricsOff))),
       Layer.provide(AppConfig.layer(config))
     )
-    const context = yield* Layer.build(registry).pipe(Logger.withMinimumLogLevel(LogLevel.None))
+    const context = yield* Layer.build(registry).pipe(Effect.provideService(References.MinimumLogLevel, "None"))
     const request = { env: "prod", namespace: "threads", id: "t1", hostname: "", caller: undefined, affinity: "", excluded: [] }
     return yield* Effect.flip(Effect.flatMap(Registry, (r) => r.resolve(request)).pipe(Effect.provide(context)))
   })
@@ -35,7 +35,7 @@ describe("a refused resolve's time left", () => {
     ["TakeoverInProgress", "TakeoverInProgress"],
     ["Displaced", "HostnameBindingDisplaced"]
   ] as const) {
-    it.scoped(`${outcome}: at most one lease, else as the backend answered`, () =>
+    it.effect(`${outcome}: at most one lease, else as the backend answered`, () =>
       Effect.gen(function* () {
         const late = yield* refusalFor({ _tag: outcome, retryAfterMs: LEASE + 5 })
         expect(late).toMatchObject({ _tag: tag, retryAfterMs: LEASE })

@@ -4,7 +4,7 @@
 // membership changes under them; whatever a stale view proposes, a new placement must go to a
 // worker the reference model counts as a candidate at `now`, never beside a live owner, and as
 // soon as the view is let go, the choice must again be exactly the model's.
-import { Effect, FastCheck as fc } from "effect"
+import { Effect } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
@@ -17,6 +17,7 @@ import { makeRedisViews, type RedisViews } from "../../src/registry/RedisView.js
 import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
 import { useRedis } from "../support/RedisBackend.js"
 import { scaled } from "../support/Time.js"
+import * as Gen from "./Arbitraries.js"
 
 const BUCKETS = 3
 const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }
@@ -110,35 +111,35 @@ const FLEET: ReadonlyArray<Cmd> = [
   ...[0, 1, 2, 3, 4, 5].map((r): Cmd => ({ op: "resolve", namespace: NAMESPACES[r % 2]!, id: undefined, affinity: `warm${r}`, caller: undefined, excluded: [], r1: 0.5, r2: 0.5 }))
 ]
 
-const worker = fc.constantFrom(...WORKERS)
-const namespace = fc.constantFrom(...NAMESPACES)
-const rarely = fc.constantFrom(false, false, false, false, true)
-const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
-const resolveCommand: fc.Arbitrary<Resolve> = fc.record({
-  op: fc.constant("resolve" as const),
+const worker = Gen.constantFrom(...WORKERS)
+const namespace = Gen.constantFrom(...NAMESPACES)
+const rarely = Gen.constantFrom(false, false, false, false, true)
+const unit = Gen.double({ min: 0, max: 1, maxExcluded: true })
+const resolveCommand: Gen.Arbitrary<Resolve> = Gen.record({
+  op: Gen.constant("resolve" as const),
   namespace,
   // Mostly fresh ids (the choice is compared with the model's), else a few repeated ones.
-  id: fc.option(fc.constantFrom(...IDS), { nil: undefined, freq: 2 }),
-  affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "10.0.0.3", "::1", ""),
-  caller: fc.option(worker, { nil: undefined, freq: 3 }),
-  excluded: fc.subarray(WORKERS, { maxLength: 1 }),
+  id: Gen.option(Gen.constantFrom(...IDS), { nil: undefined, freq: 2 }),
+  affinity: Gen.constantFrom("10.0.0.1", "10.0.0.2", "10.0.0.3", "::1", ""),
+  caller: Gen.option(worker, { nil: undefined, freq: 3 }),
+  excluded: Gen.subarray(WORKERS, { maxLength: 1 }),
   r1: unit,
   r2: unit
 })
-const command: fc.Arbitrary<Cmd> = fc.oneof(
+const command: Gen.Arbitrary<Cmd> = Gen.oneof(
   { arbitrary: resolveCommand, weight: 6 },
   // Several resolves in a row: a stale view ranks them all before anything else changes.
-  { arbitrary: fc.record({ op: fc.constant("burst" as const), resolves: fc.array(resolveCommand, { minLength: 2, maxLength: 6 }) }), weight: 3 },
-  { arbitrary: fc.record({ op: fc.constant("register" as const), worker, namespaces: fc.subarray(NAMESPACES, { minLength: 1 }), headroom: fc.constantFrom(...HEADROOMS), draining: rarely }), weight: 3 },
-  { arbitrary: fc.record({ op: fc.constant("heartbeat" as const), worker, stale: rarely, headroom: fc.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
-  { arbitrary: fc.record({ op: fc.constant("deregister" as const), worker, stale: rarely }), weight: 2 },
-  fc.record({ op: fc.constant("nack" as const), worker }),
-  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.constantFrom(1, 200, 500, 999, 1000, 2000, 3000, 6001) }), weight: 3 },
+  { arbitrary: Gen.record({ op: Gen.constant("burst" as const), resolves: Gen.array(resolveCommand, { minLength: 2, maxLength: 6 }) }), weight: 3 },
+  { arbitrary: Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely }), weight: 3 },
+  { arbitrary: Gen.record({ op: Gen.constant("heartbeat" as const), worker, stale: rarely, headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
+  { arbitrary: Gen.record({ op: Gen.constant("deregister" as const), worker, stale: rarely }), weight: 2 },
+  Gen.record({ op: Gen.constant("nack" as const), worker }),
+  { arbitrary: Gen.record({ op: Gen.constant("advance" as const), ms: Gen.constantFrom(1, 200, 500, 999, 1000, 2000, 3000, 6001) }), weight: 3 },
   // Sweeps often enough that the change log is trimmed behind a held view (it then reads the bucket afresh).
-  { arbitrary: fc.record({ op: fc.constant("sweep" as const) }), weight: 2 },
-  fc.record({ op: fc.constant("workers" as const) }),
-  { arbitrary: fc.record({ op: fc.constant("hold" as const), mode: fc.constantFrom<HoldMode>("frozen", "lagging") }), weight: 2 },
-  fc.record({ op: fc.constant("release" as const) })
+  { arbitrary: Gen.record({ op: Gen.constant("sweep" as const) }), weight: 2 },
+  Gen.record({ op: Gen.constant("workers" as const) }),
+  { arbitrary: Gen.record({ op: Gen.constant("hold" as const), mode: Gen.constantFrom<HoldMode>("frozen", "lagging") }), weight: 2 },
+  Gen.record({ op: Gen.constant("release" as const) })
 )
 
 const run = <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(effect)
@@ -321,8 +322,9 @@ describe("registry: view-based placement with a stale membership view (one redis
   })
 
   it("places only on candidates, never beside a live owner, and exactly as the model once the view is fresh", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(command, { minLength: 10, maxLength: 70 }), async (random) => {
+    await Gen.assertProperty(
+      Gen.array(command, { minLength: 10, maxLength: 70 }),
+      async (random) => {
         const r = new Run(live.client, `s${runs++}`)
         let afterRelease = false
         for (const cmd of [...FLEET, ...random]) {
@@ -331,8 +333,8 @@ describe("registry: view-based placement with a stale membership view (one redis
           if (cmd.op === "release") afterRelease = wasHeld
           else if (cmd.op === "resolve" || cmd.op === "burst") afterRelease = false
         }
-      }),
-      { numRuns: 200 }
+      },
+      { runs: 200 }
     )
     // The runs must have exercised staleness, or the property says nothing about it.
     expect(coverage.heldResolves).toBeGreaterThan(100)

@@ -2,7 +2,8 @@
 // as the registry lives: a run that fails, or dies on a defect such as an unexpected reply from
 // Redis, is logged and the next run goes ahead.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger, LogLevel, TestClock } from "effect"
+import { Effect, Layer, References } from "effect"
+import { TestClock } from "effect/testing"
 import { AppConfig } from "../../src/AppConfig.js"
 import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
 import { Backend } from "../../src/registry/Backend.js"
@@ -14,7 +15,7 @@ import { configForTests } from "../support/TestConfig.js"
 const LEASE = 1_000
 
 describe("the registry's sweep", () => {
-  it.scoped("goes on after a run that died on a defect", () =>
+  it.effect("goes on after a run that died on a defect", () =>
     Effect.gen(function* () {
       const config = configForTests({ leaseMs: LEASE })
       const memory = makeMemoryBackend(config.buckets, { leaseMs: LEASE, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: LEASE })
@@ -32,7 +33,7 @@ describe("the registry's sweep", () => {
         Layer.provide(Layer.mergeAll(Backend.layerTest(backend), RegistryClock.layerTest(localRegistryClock), Metrics.layerTest(metricsOff))),
         Layer.provide(AppConfig.layer(config))
       )
-      yield* Layer.build(registry).pipe(Logger.withMinimumLogLevel(LogLevel.None))
+      yield* Layer.build(registry).pipe(Effect.provideService(References.MinimumLogLevel, "None"))
       yield* TestClock.adjust(LEASE * 2)
       expect(runs).toBeGreaterThanOrEqual(4)
     })

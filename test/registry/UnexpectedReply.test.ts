@@ -5,7 +5,8 @@
 // script redefined on a test's own client, or from the real resolve.lua over a forged row.
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { redisSection } from "../support/TestConfig.js"
-import { Cause, Effect, Exit, Option, TestClock } from "effect"
+import { Cause, Effect, Exit, Option, Result } from "effect"
+import { TestClock } from "effect/testing"
 import type { Redis } from "ioredis"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
@@ -64,8 +65,8 @@ const defectOf = (registry: RegistryService, id: string) =>
     const exit = yield* Effect.exit(registry.resolve(request(id)))
     expect(Exit.isFailure(exit), `resolve answered ${JSON.stringify(exit)}`).toBe(true)
     const cause = (exit as Exit.Failure<unknown, unknown>).cause
-    expect(Option.getOrUndefined(Cause.failureOption(cause))).toBeUndefined()
-    const defect = Option.getOrUndefined(Cause.dieOption(cause))
+    expect(Option.getOrUndefined(Cause.findErrorOption(cause))).toBeUndefined()
+    const defect = Result.getOrUndefined(Cause.findDefect(cause))
     expect(defect).toBeInstanceOf(UnexpectedReply)
     return defect as UnexpectedReply
   })
@@ -81,7 +82,7 @@ const forgeRow = async (client: Redis, prefix: string, buckets: number, id: stri
 }
 
 describe("an unexpected reply from Redis, through the registry", () => {
-  it.scoped("an unknown reply kind to the first ask is a defect naming resolve.lua, not NoLiveBackends", () =>
+  it.effect("an unknown reply kind to the first ask is a defect naming resolve.lua, not NoLiveBackends", () =>
     Effect.gen(function* () {
       const client = yield* Effect.acquireRelease(Effect.promise(() => forgingResolve(UNKNOWN_KIND)), (c) => Effect.sync(() => c.disconnect()))
       const defect = yield* defectOf(yield* warmRegistry(client, "unknown"), "x")
@@ -91,7 +92,7 @@ describe("an unexpected reply from Redis, through the registry", () => {
     })
   )
 
-  it.scoped("an unknown reply kind to a proposal is a defect too (it used to answer NoLiveBackends)", () =>
+  it.effect("an unknown reply kind to a proposal is a defect too (it used to answer NoLiveBackends)", () =>
     Effect.gen(function* () {
       const client = yield* Effect.acquireRelease(Effect.promise(() => forgingResolve(UNKNOWN_AFTER_PROPOSAL)), (c) => Effect.sync(() => c.disconnect()))
       const defect = yield* defectOf(yield* warmRegistry(client, "proposal"), "x")
@@ -100,7 +101,7 @@ describe("an unexpected reply from Redis, through the registry", () => {
     })
   )
 
-  it.scoped("a malformed view page read while placing is a defect naming view.lua, not RegistryUnavailable", () =>
+  it.effect("a malformed view page read while placing is a defect naming view.lua, not RegistryUnavailable", () =>
     Effect.gen(function* () {
       const client = yield* Effect.acquireRelease(Effect.promise(() => forgingResolve(WANTS_FULL_READ)), (c) => Effect.sync(() => c.disconnect()))
       client.defineCommand("pinboard_view", { numberOfKeys: 1, lua: `return { "page" }` })
@@ -125,7 +126,7 @@ describe("an unexpected reply from Redis, through the registry", () => {
     Effect.gen(function* () {
       const registry = yield* warmRegistry(redis.client, "none", true)
       const exit = yield* Effect.exit(registry.resolve(request("x")))
-      expect(Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : exit).toMatchObject({ _tag: "NoLiveBackends" })
+      expect(Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : exit).toMatchObject({ _tag: "NoLiveBackends" })
     })
   )
 })

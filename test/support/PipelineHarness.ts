@@ -3,7 +3,8 @@
 // workers. For TestClock tests of the data plane's rules.
 import http from "node:http"
 import type { AddressInfo, Socket } from "node:net"
-import { Context, Effect, type Fiber, Layer, Runtime, TestClock } from "effect"
+import { Context, Effect, type Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { Auth } from "../../src/auth/Auth.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import type { PinboardConfig } from "../../src/Config.js"
@@ -60,7 +61,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     const stalling: Registry.RegistryService = {
       ...registry,
       resolve: (request) =>
-        Effect.zipRight(
+        Effect.andThen(
           options.holdResolves ?? Effect.void,
           Effect.tap(registry.resolve(request), () => (stalls-- > 0 ? TestClock.adjust(6_000) : Effect.void))
         )
@@ -72,11 +73,11 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
       Layer.provideMerge(AppConfig.layer(config))
     )
     const context = yield* Layer.build(pipelineLayer)
-    const run = Runtime.runFork(yield* Effect.provide(Effect.runtime<Registry.Registry | AppConfig>(), context))
+    const run = Effect.runForkWith(yield* Effect.provide(Effect.context<Registry.Registry | AppConfig>(), context))
     const pipeline = Context.get(context, InstancePipeline)
     // What the server side has done, for tests that wait on it rather than on the client.
     const responses: Array<http.ServerResponse> = []
-    const fibers: Array<Fiber.RuntimeFiber<unknown>> = []
+    const fibers: Array<Fiber.Fiber<unknown, unknown>> = []
     const connections = new Set<Socket>()
     const server = http.createServer((req, res) => {
       responses.push(res)
@@ -87,7 +88,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
       socket.once("close", () => connections.delete(socket))
     })
     yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         server.listen(0, "127.0.0.1", () => resume(Effect.void))
       }),
       () =>
@@ -113,7 +114,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
       /** Whether Pinboard has begun an answer (or cut the exchange) on any request so far. */
       answered: () => responses.some((res) => res.headersSent || res.destroyed),
       /** Whether every request so far has been handled to its end. */
-      handled: () => fibers.every((fiber) => fiber.unsafePoll() !== null),
+      handled: () => fibers.every((fiber) => fiber.pollUnsafe() !== undefined),
       /** Client connections the server has open. */
       openConnections: () => connections.size
     }

@@ -4,13 +4,14 @@
 import { Clock, Effect } from "effect"
 
 export const skewedClock = (base: Clock.Clock, skewMs: () => number): Clock.Clock => {
-  const wall = () => base.unsafeCurrentTimeMillis() + skewMs()
+  const wall = () => base.currentTimeMillisUnsafe() + skewMs()
   return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: wall,
+    currentTimeMillisUnsafe: wall,
     currentTimeMillis: Effect.sync(wall),
-    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
-    currentTimeNanos: Effect.sync(() => base.unsafeCurrentTimeNanos()),
+    currentTimeNanosUnsafe: () => base.currentTimeNanosUnsafe(),
+    currentTimeNanos: Effect.sync(() => base.currentTimeNanosUnsafe()),
+    monotonicTimeNanosUnsafe: () => base.monotonicTimeNanosUnsafe(),
+    monotonicTimeNanos: Effect.sync(() => base.monotonicTimeNanosUnsafe()),
     sleep: (duration) => base.sleep(duration)
   }
 }

@@ -1,6 +1,6 @@
 // Pinboard in-process for a test: its layers (App.ts) over the registry chosen by the config
 // (embedded unless `redis.url` is set), on a free loopback port, stopped by interrupting it.
-import { Effect, Exit, Fiber, Layer, Logger, LogLevel } from "effect"
+import { Effect, Exit, Fiber, Layer, References } from "effect"
 import { appLayer } from "../../src/App.js"
 import type { PinboardConfig } from "../../src/Config.js"
 import { freePort } from "./Ports.js"
@@ -30,7 +30,7 @@ export const startPinboard = async (overrides: Partial<PinboardConfig> = {}): Pr
   const config = configForTests({ ...overrides, port, host: "127.0.0.1" })
   const app = appLayer(config)
   // Errors (a 500's "unhandled error") still show; start-up chatter does not.
-  const fiber = Effect.runFork(Layer.launch(app).pipe(Logger.withMinimumLogLevel(LogLevel.Error)))
+  const fiber = Effect.runFork(Layer.launch(app).pipe(Effect.provideService(References.MinimumLogLevel, "Error")))
   const url = `http://127.0.0.1:${port}`
   const stop = async () => {
     await Effect.runPromise(Fiber.interrupt(fiber))
@@ -39,8 +39,8 @@ export const startPinboard = async (overrides: Partial<PinboardConfig> = {}): Pr
   try {
     await poll(
       async () => {
-        const exit = fiber.unsafePoll()
-        if (exit !== null) throw new Error(`pinboard stopped during start-up: ${Exit.isFailure(exit) ? String(exit.cause) : "exited"}`)
+        const exit = fiber.pollUnsafe()
+        if (exit !== undefined) throw new Error(`pinboard stopped during start-up: ${Exit.isFailure(exit) ? String(exit.cause) : "exited"}`)
         return healthy(url)
       },
       { timeoutMs: 10_000, reason: `/healthz 200 on ${url}` }

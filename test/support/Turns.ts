@@ -30,8 +30,8 @@ export const until = (condition: (() => boolean) | Effect.Effect<boolean>, reaso
     const holds = typeof condition === "function" ? Effect.sync(condition) : condition
     const look: Effect.Effect<void> = Effect.flatMap(holds, (ok) => {
       if (ok) return Effect.void
-      if (performance.now() > deadline) return Effect.dieMessage(`timed out after ${scaled(timeoutMs)} ms waiting for ${reason}`)
-      return Effect.zipRight(Effect.promise(turn), Effect.suspend(() => look))
+      if (performance.now() > deadline) return Effect.die(new Error(`timed out after ${scaled(timeoutMs)} ms waiting for ${reason}`))
+      return Effect.andThen(Effect.promise(turn), Effect.suspend(() => look))
     })
     return look
   })

@@ -3,7 +3,8 @@
 // not, re-registration after 410, wind-down entries handed on, deregistration; and per bucket,
 // when Pinboard reports buckets it could not renew (a Redis Cluster shard down).
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Clock, Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import { keepLease, type DropReason, type Selection } from "../../src/worker/Lease.js"
 import type { HeartbeatAnswer, PlacementRef, RegistryClient, WindDownEntry } from "../../src/worker/RegistryClient.js"
@@ -14,7 +15,7 @@ const HEARTBEAT_MS = 1000
 const MARGIN_MS = LEASE_MS / 5
 
 /** A clock step, and the fake registry's promise chains it started run to their next wait. */
-const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
+const advance = (ms: number) => Effect.andThen(TestClock.adjust(ms), flush)
 
 const fakeRegistry = () => {
   const log: Array<string> = []
@@ -76,7 +77,7 @@ const idsByBucket = (buckets: number, env = ""): Array<string> => {
 const threads = (id: string, env = ""): PlacementRef => ({ env, namespace: "/threads", id })
 
 describe("the worker's lease", () => {
-  it.scoped("registers, then heartbeats every heartbeatMs and stays healthy", () =>
+  it.effect("registers, then heartbeats every heartbeatMs and stays healthy", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease, drops } = yield* start(registry.client)
@@ -95,7 +96,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("a registration retried for longer than a lease counts the lease from the call that got through", () =>
+  it.effect("a registration retried for longer than a lease counts the lease from the call that got through", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.register = "fail"
@@ -111,7 +112,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("heartbeats at a fixed rate: a slow answer does not push the next heartbeat back", () =>
+  it.effect("heartbeats at a fixed rate: a slow answer does not push the next heartbeat back", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const sentAt: Array<number> = []
@@ -124,8 +125,8 @@ describe("the worker's lease", () => {
           return registry.client.heartbeat(incarnation, status)
         }
       }
-      const clock = yield* Effect.clock
-      const clockNow = () => clock.unsafeCurrentTimeMillis()
+      const clock = yield* Clock.Clock
+      const clockNow = () => clock.currentTimeMillisUnsafe()
       const started = clockNow()
       yield* start(slow)
       yield* flush
@@ -142,7 +143,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("heartbeats failing: healthy until the lease end less the margin, then every activation dropped", () =>
+  it.effect("heartbeats failing: healthy until the lease end less the margin, then every activation dropped", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.heartbeat = "fail"
@@ -163,7 +164,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("a failing heartbeat is retried without end, every 2 s, long after the lease turned unhealthy", () =>
+  it.effect("a failing heartbeat is retried without end, every 2 s, long after the lease turned unhealthy", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease, drops } = yield* start(registry.client)
@@ -187,7 +188,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("a 410 drops every activation and registers again", () =>
+  it.effect("a 410 drops every activation and registers again", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease, drops } = yield* start(registry.client)
@@ -204,7 +205,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("hands on the heartbeat's wind-down entries", () =>
+  it.effect("hands on the heartbeat's wind-down entries", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const entry: WindDownEntry = { namespace: "/threads", id: "t1", env: "", epoch: "4", deadline: 5000 }
@@ -216,7 +217,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("a bucket left unrenewed (a Redis Cluster shard down): only its ids lose the lease", () =>
+  it.effect("a bucket left unrenewed (a Redis Cluster shard down): only its ids lose the lease", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.buckets = 4
@@ -246,7 +247,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("in hostname-aware mode the env is part of an id's bucket (docs/protocol.md)", () =>
+  it.effect("in hostname-aware mode the env is part of an id's bucket (docs/protocol.md)", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.buckets = 4
@@ -263,7 +264,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("a registration that misses a bucket takes no activation there until a heartbeat reaches it", () =>
+  it.effect("a registration that misses a bucket takes no activation there until a heartbeat reaches it", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.buckets = 4
@@ -279,7 +280,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("every bucket unrenewed drops every activation at once", () =>
+  it.effect("every bucket unrenewed drops every activation at once", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.buckets = 2
@@ -292,7 +293,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("a custom safety margin moves the point of dropping", () =>
+  it.effect("a custom safety margin moves the point of dropping", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.heartbeat = "fail"
@@ -310,7 +311,7 @@ describe("the worker's lease", () => {
     })
   )
 
-  it.scoped("deregisters with its incarnation and heartbeats no more", () =>
+  it.effect("deregisters with its incarnation and heartbeats no more", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       const { lease } = yield* start(registry.client)

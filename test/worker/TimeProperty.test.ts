@@ -10,7 +10,7 @@
 //   - a heartbeat that reaches the registry after the lease lapsed is answered 410, and the
 //     worker registers again holding nothing.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Exit, FastCheck as fc, Runtime, Scope, TestClock } from "effect"
+import { Effect, Result, Exit, FastCheck as fc, Runtime, Scope, TestClock } from "effect"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
@@ -120,7 +120,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
         if (down()) return yield* Effect.fail(new Error("connection refused"))
         yield* delay()
         if (down()) return yield* Effect.fail(new Error("connection reset"))
-        const answer = yield* Effect.either(call(w))
+        const answer = yield* Effect.result(call(w))
         yield* delay()
         if (down()) return yield* Effect.fail(new Error("answer lost"))
         return yield* answer
@@ -164,16 +164,16 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
             if (w.lost.has(incarnation)) violations.push(`${name} heartbeats after a 410`)
             const granted = w.granted?.incarnation === incarnation ? w.granted : undefined
             const lapsed = granted === undefined || now() >= granted.until
-            const answer = yield* Effect.either(registry.heartbeat(name, { incarnation, ...status, degraded: false }))
+            const answer = yield* Effect.result(registry.heartbeat(name, { incarnation, ...status, degraded: false }))
             if (lapsed) {
               // A 410 always follows a lapse, and the lapsed worker holds nothing by then.
-              if (Either.isRight(answer)) violations.push(`${name} renewed at ${now()} after its lease lapsed`)
+              if (Result.isSuccess(answer)) violations.push(`${name} renewed at ${now()} after its lease lapsed`)
               if (heldIds(w).length > 0) violations.push(`${name} holds ${heldIds(w)} past its lease`)
               count("410 after a lapse")
-            } else if (!granted.wiped && Either.isLeft(answer)) {
+            } else if (!granted.wiped && Result.isFailure(answer)) {
               violations.push(`${name} lost a lease that had not lapsed`)
             }
-            if (Either.isLeft(answer)) {
+            if (Result.isFailure(answer)) {
               if (answer.left._tag !== "LeaseLost") return yield* Effect.fail(answer.left)
               return { _tag: "LeaseLost" as const }
             }
@@ -206,7 +206,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
           callAs: () => () => Promise.reject(new Error("no calls here")),
           log: () => undefined
         })
-        const lease = yield* Scope.extend(
+        const lease = yield* Scope.provide(
           keepLease(client, {
             drop: (reason, which) => {
               count(`dropped: ${reason}`)
@@ -232,7 +232,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
         const exit = Effect.sync(() => void (w.generation === generation && w.generation++))
         if (graceful) {
           yield* Effect.promise(() => process.activations.dropAll("shutdown"))
-          yield* Effect.fork(Effect.ensuring(process.lease.deregister, exit))
+          yield* Effect.forkChild(Effect.ensuring(process.lease.deregister, exit))
         } else {
           yield* exit
         }
@@ -242,8 +242,8 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
     /** Pinboard's part: resolve, forward to the owner, and on a refusal nack it and place once more elsewhere. */
     const request = (id: string, affinity: string, excluded: ReadonlyArray<string> = []): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const placed = yield* Effect.either(registry.resolve({ env: "", namespace: NAMESPACE, id, hostname: "", caller: undefined, affinity, excluded }))
-        if (Either.isLeft(placed)) return void count(`refused: ${placed.left._tag}`)
+        const placed = yield* Effect.result(registry.resolve({ env: "", namespace: NAMESPACE, id, hostname: "", caller: undefined, affinity, excluded }))
+        if (Result.isFailure(placed)) return void count(`refused: ${placed.left._tag}`)
         const { worker: owner, epoch, isNew } = placed.right
         count(isNew ? "placed anew" : "forwarded")
         // The decisive instant: Pinboard could send the id elsewhere only if nobody holds it.
@@ -281,7 +281,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
      * promise jobs in between: a few event-loop turns let them reach their next wait, and a
      * zero step runs whatever is due at this instant.
      */
-    const quiesce = Effect.zipRight(flush, TestClock.adjust(0))
+    const quiesce = Effect.andThen(flush, TestClock.adjust(0))
 
     // Whatever happens, no worker outlives its run.
     yield* Effect.addFinalizer(() => Effect.forEach(WORKERS, (name) => end(name, false)))
@@ -311,7 +311,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
           break
         case "idle": {
           const process = workers.get(s.worker)!.process
-          if (process !== undefined) yield* Effect.fork(Effect.promise(() => process.activations.sweepIdle()))
+          if (process !== undefined) yield* Effect.forkChild(Effect.promise(() => process.activations.sweepIdle()))
           break
         }
         case "wipe":

@@ -4,7 +4,8 @@
 // by a newer epoch, refusal while the lease is unhealthy, and a graceful stop. Every wait
 // (registration retries, heartbeats, wind-down budgets, the stop's grace) moves with TestClock.
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Fiber, Option, Scope, TestClock } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import WebSocket from "ws"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
@@ -23,7 +24,7 @@ const IDLE_MS = 10_000
 const sign = makeAttestationSigner(attestationKey(TOKEN))
 
 /** A clock step, and what it woke run to its next wait. */
-const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
+const advance = (ms: number) => Effect.andThen(TestClock.adjust(ms), flush)
 
 const fakeRegistry = () => {
   const log: Array<string> = []
@@ -124,7 +125,7 @@ const setupWith = (registry: ReturnType<typeof fakeRegistry>) =>
     yield* flush
     const send = (path: string, attestation: AttestationClaims | string | undefined, method = "POST") =>
       Effect.gen(function* () {
-        const now = yield* TestClock.currentTimeMillis
+        const now = yield* Clock.currentTimeMillis
         const headers: Record<string, string> = {}
         if (attestation !== undefined) headers["pinboard-attestation"] = typeof attestation === "string" ? attestation : sign(attestation, now)
         return yield* Effect.promise(async () => {
@@ -137,8 +138,27 @@ const setupWith = (registry: ReturnType<typeof fakeRegistry>) =>
 
 const setup = Effect.suspend(() => setupWith(fakeRegistry()))
 
+/**
+ * `effect` on the test's Clock, with the instant each sleep it starts ends at recorded in
+ * `wakeups` (TestClock keeps its pending sleeps to itself).
+ */
+const recordingWakeups = <A extends object, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const clock = yield* Clock.Clock
+    const wakeups: Array<number> = []
+    const recording: Clock.Clock = {
+      ...clock,
+      sleep: (duration) =>
+        Effect.suspend(() => {
+          wakeups.push(clock.currentTimeMillisUnsafe() + Duration.toMillis(duration))
+          return clock.sleep(duration)
+        })
+    }
+    return { ...(yield* Effect.provideService(effect, Clock.Clock, recording)), wakeups }
+  })
+
 describe("the worker's request handler", () => {
-  it.scoped("401 for anything that did not come through Pinboard", () =>
+  it.effect("401 for anything that did not come through Pinboard", () =>
     Effect.gen(function* () {
       const { send, events } = yield* setup
       expect((yield* send("/counters/c1/increment", undefined)).status).toBe(401)
@@ -150,7 +170,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("one activation per id: state kept across requests; routes get the attested identity", () =>
+  it.effect("one activation per id: state kept across requests; routes get the attested identity", () =>
     Effect.gen(function* () {
       const { send, events } = yield* setup
       expect((yield* send("/counters/c1/increment", claims("c1", "5"))).text).toBe("1")
@@ -168,7 +188,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("idle eviction after idleTimeoutMs releases the placement at its epoch", () =>
+  it.effect("idle eviction after idleTimeoutMs releases the placement at its epoch", () =>
     Effect.gen(function* () {
       const { send, events, registry } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5"))
@@ -187,7 +207,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("a released epoch is remembered only while an attestation for it could still be valid", () =>
+  it.effect("a released epoch is remembered only while an attestation for it could still be valid", () =>
     Effect.gen(function* () {
       const { send, worker } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5"))
@@ -200,7 +220,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("an idle worker's heartbeat reports its free activation slots as headroom, exactly", () =>
+  it.effect("an idle worker's heartbeat reports its free activation slots as headroom, exactly", () =>
     Effect.gen(function* () {
       const { send, registry } = yield* setup
       for (let n = 1; n <= 6; n++) expect((yield* send(`/counters/c${n}/increment`, claims(`c${n}`, "5"))).status).toBe(200)
@@ -218,7 +238,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("a background task keeps its activation from idle eviction, and is aborted at teardown", () =>
+  it.effect("a background task keeps its activation from idle eviction, and is aborted at teardown", () =>
     Effect.gen(function* () {
       const { send, events, worker } = yield* setup
       yield* send("/counters/c1/background", claims("c1", "5"))
@@ -229,7 +249,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("a newer epoch replaces the activation; an older one is served by the current", () =>
+  it.effect("a newer epoch replaces the activation; an older one is served by the current", () =>
     Effect.gen(function* () {
       const { send, events } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5"))
@@ -239,17 +259,17 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("a wind-down hook gets until the deadline less the margin, on the Clock; then the placement is released", () =>
+  it.effect("a wind-down hook gets until the deadline less the margin, on the Clock; then the placement is released", () =>
     Effect.gen(function* () {
       const { send, events, registry } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5"))
-      const deadline = (yield* TestClock.currentTimeMillis) + 3 * LEASE_MS
+      const deadline = (yield* Clock.currentTimeMillis) + 3 * LEASE_MS
       registry.state.windDown = [{ env: "", namespace: "/counters", id: "c1", epoch: "5", deadline }]
       // The next heartbeat (one interval on) lists it: the hook starts, and its budget with it.
       yield* advance(LEASE_MS / 3)
       registry.state.windDown = []
       yield* until(() => events.includes(`wind-down c1@5 until ${deadline}`), "the wind-down hook")
-      const budget = deadline - (yield* TestClock.currentTimeMillis) - WIND_DOWN_MARGIN_MS
+      const budget = deadline - (yield* Clock.currentTimeMillis) - WIND_DOWN_MARGIN_MS
       yield* advance(budget - 100)
       expect(events).not.toContain("deactivate c1@5 wind-down")
       expect(registry.log).not.toContain("release /counters/c1@5")
@@ -259,7 +279,7 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("lease unhealthy: every activation dropped; new ones refused with 503 Pinned-Refusal", () =>
+  it.effect("lease unhealthy: every activation dropped; new ones refused with 503 Pinned-Refusal", () =>
     Effect.gen(function* () {
       const { send, events, registry, worker } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5"))
@@ -277,10 +297,10 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("an open WebSocket counts as use; teardown closes it with 1012", () =>
+  it.effect("an open WebSocket counts as use; teardown closes it with 1012", () =>
     Effect.gen(function* () {
       const { events, worker } = yield* setup
-      const now = yield* TestClock.currentTimeMillis
+      const now = yield* Clock.currentTimeMillis
       const socket = new WebSocket(`${worker.url.replace("http", "ws")}/counters/c9/ws`, {
         headers: { "pinboard-attestation": sign(claims("c9", "2"), now) }
       })
@@ -300,7 +320,7 @@ describe("the worker's request handler", () => {
   it.effect("stop: deactivates everything, then deregisters", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const { send, events, registry } = yield* Scope.extend(setup, scope)
+      const { send, events, registry } = yield* Scope.provide(setup, scope)
       yield* send("/counters/c1/increment", claims("c1", "5"))
       yield* Scope.close(scope, Exit.void)
       expect(events).toEqual(["activate c1@5", "deactivate c1@5 shutdown"])
@@ -311,20 +331,17 @@ describe("the worker's request handler", () => {
   it.effect("stop waits for a request in progress until shutdownGraceMs have passed on the Clock", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const { registry, worker } = yield* Scope.extend(setup, scope)
-      const attestation = sign(claims("h1", "3", { namespace: "/hanging" }), yield* TestClock.currentTimeMillis)
+      const { registry, worker, wakeups } = yield* Scope.provide(recordingWakeups(setup), scope)
+      const attestation = sign(claims("h1", "3", { namespace: "/hanging" }), yield* Clock.currentTimeMillis)
       const hanging = fetch(`${worker.url}/hanging/h1/hang`, { method: "POST", headers: { "pinboard-attestation": attestation } }).then(
         (response) => response.status,
         () => "cut"
       )
       yield* until(() => worker.activations.find("/hanging", "h1") !== undefined, "the hanging request's activation")
-      const stoppingAt = yield* TestClock.currentTimeMillis
-      const stopping = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const stoppingAt = yield* Clock.currentTimeMillis
+      const stopping = yield* Effect.forkChild(Scope.close(scope, Exit.void))
       // The grace starts once the server no longer listens: its timer is then on the Clock.
-      yield* until(
-        Effect.map(TestClock.sleeps(), Chunk.contains(stoppingAt + DEFAULT_SHUTDOWN_GRACE_MS)),
-        "the stop's grace timer"
-      )
+      yield* until(() => wakeups.includes(stoppingAt + DEFAULT_SHUTDOWN_GRACE_MS), "the stop's grace timer")
       expect(worker.server.listening).toBe(false)
       yield* advance(DEFAULT_SHUTDOWN_GRACE_MS - 1)
       expect(worker.activations.size).toBe(1)
@@ -338,12 +355,12 @@ describe("the worker's request handler", () => {
     })
   )
 
-  it.scoped("registered completes once a registration gets through; the retries wait on the Clock", () =>
+  it.effect("registered completes once a registration gets through; the retries wait on the Clock", () =>
     Effect.gen(function* () {
       const registry = fakeRegistry()
       registry.state.register = "fail"
       const { worker } = yield* setupWith(registry)
-      const registered = yield* Effect.fork(worker.registered)
+      const registered = yield* Effect.forkChild(worker.registered)
       // Retried after 100 ms, then twice as long each time, 2 s apart at most: one retry per advance.
       const failures = () => registry.log.filter((line) => line === "register failed").length
       for (const [retry, waitMs] of [100, 200, 400, 800, 1600, 2000, 2000].entries()) {
@@ -355,10 +372,10 @@ describe("the worker's request handler", () => {
       expect(failures()).toBe(8)
       registry.state.register = "ok"
       yield* flush
-      expect(Option.isNone(yield* Fiber.poll(registered))).toBe(true)
+      expect(registered.pollUnsafe()).toBeUndefined()
       expect(worker.healthy()).toBe(false)
       yield* advance(2_000)
-      yield* until(Effect.map(Fiber.poll(registered), Option.isSome), "registered to complete")
+      yield* until(() => registered.pollUnsafe() !== undefined, "registered to complete")
       expect(worker.healthy()).toBe(true)
     })
   )

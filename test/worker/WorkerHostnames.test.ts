@@ -6,7 +6,8 @@
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Clock, Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { jwtVerify } from "jose"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
@@ -23,7 +24,7 @@ const key = attestationKey(TOKEN)
 const sign = makeAttestationSigner(key)
 
 /** A clock step, and what it woke run to its next wait. */
-const advance = (ms: number) => Effect.zipRight(TestClock.adjust(ms), flush)
+const advance = (ms: number) => Effect.andThen(TestClock.adjust(ms), flush)
 
 interface Seen {
   readonly method: string
@@ -35,7 +36,7 @@ interface Seen {
 
 /** A stand-in for Pinboard: answers every request 200 `{"ok":true}` and records it. */
 const standIn = Effect.acquireRelease(
-  Effect.async<{ url: string; seen: Array<Seen>; server: http.Server }>((resume) => {
+  Effect.callback<{ url: string; seen: Array<Seen>; server: http.Server }>((resume) => {
     const seen: Array<Seen> = []
     const server = http.createServer((req, res) => {
       let body = ""
@@ -48,7 +49,7 @@ const standIn = Effect.acquireRelease(
     server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server })))
   }),
   ({ server }) =>
-    Effect.async<void>((resume) => {
+    Effect.callback<void>((resume) => {
       server.closeAllConnections()
       server.close(() => resume(Effect.void))
     })
@@ -127,7 +128,7 @@ const setup = Effect.gen(function* () {
   yield* worker.registered
   const send = (path: string, attestation: AttestationClaims, method = "POST") =>
     Effect.gen(function* () {
-      const now = yield* TestClock.currentTimeMillis
+      const now = yield* Clock.currentTimeMillis
       return yield* Effect.promise(async () => {
         const response = await fetch(`${worker.url}${path}`, { method, headers: { "pinboard-attestation": sign(attestation, now) } })
         return { status: response.status, text: await response.text() }
@@ -137,7 +138,7 @@ const setup = Effect.gen(function* () {
 })
 
 describe("the worker library in hostname-aware mode", () => {
-  it.scoped("keeps one activation per (env, namespace, id), and shows the instance its env and hostname", () =>
+  it.effect("keeps one activation per (env, namespace, id), and shows the instance its env and hostname", () =>
     Effect.gen(function* () {
       const { send, events, worker } = yield* setup
       expect((yield* send("/counters/c1/increment", claims("c1", "5", "prod", "a.example"))).text).toBe("1")
@@ -158,7 +159,7 @@ describe("the worker library in hostname-aware mode", () => {
     })
   )
 
-  it.scoped("releases on idle eviction at the placement's env and epoch", () =>
+  it.effect("releases on idle eviction at the placement's env and epoch", () =>
     Effect.gen(function* () {
       const { send, registry } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5", "prod", "a.example"))
@@ -172,12 +173,12 @@ describe("the worker library in hostname-aware mode", () => {
     })
   )
 
-  it.scoped("winds down the placement of the env the heartbeat names, and releases it there", () =>
+  it.effect("winds down the placement of the env the heartbeat names, and releases it there", () =>
     Effect.gen(function* () {
       const { send, events, registry } = yield* setup
       yield* send("/counters/c1/increment", claims("c1", "5", "prod", "a.example"))
       yield* send("/counters/c1/increment", claims("c1", "5", "staging", "b.example"))
-      const now = yield* TestClock.currentTimeMillis
+      const now = yield* Clock.currentTimeMillis
       registry.state.windDown = [{ env: "staging", namespace: "/counters", id: "c1", epoch: "5", deadline: now + LEASE_MS }]
       yield* advance(LEASE_MS / 3)
       yield* advance(LEASE_MS)
@@ -189,7 +190,7 @@ describe("the worker library in hostname-aware mode", () => {
     })
   )
 
-  it.scoped("calls carry the env in Pinboard-Caller and go to the request's hostname unless told another", () =>
+  it.effect("calls carry the env in Pinboard-Caller and go to the request's hostname unless told another", () =>
     Effect.gen(function* () {
       const { send, pinboard } = yield* setup
       // Activated through a.example; this request comes through c.example.
@@ -202,7 +203,7 @@ describe("the worker library in hostname-aware mode", () => {
         "d.example /counters/callee/x",
         "a.example /counters/callee/x"
       ])
-      const now = yield* TestClock.currentTimeMillis
+      const now = yield* Clock.currentTimeMillis
       const tokens = yield* Effect.promise(() =>
         Promise.all(pinboard.seen.map((s) => jwtVerify(String(s.headers["pinboard-caller"]), key, { audience: "pinboard", currentDate: new Date(now) })))
       )
@@ -216,7 +217,7 @@ describe("the worker library in hostname-aware mode", () => {
 })
 
 describe("the registry client in hostname-aware mode", () => {
-  it.scoped("registers every namespace for each hostname with its env and the registration epoch; releases name the env", () =>
+  it.effect("registers every namespace for each hostname with its env and the registration epoch; releases name the env", () =>
     Effect.gen(function* () {
       const pinboard = yield* standIn
       const client = httpRegistryClient({

@@ -3,7 +3,8 @@
 // (listening, registered) and at stop (draining, deregistered, stopped); the lease's
 // warnings; failures with their cause. The assembled worker on TestClock, with a registry the test plays.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope, TestClock } from "effect"
+import { Effect, Exit, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { vi } from "vitest"
 import { makeAttestationSigner } from "../../src/auth/Attestation.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
@@ -63,7 +64,7 @@ describe("the worker's log lines", () => {
       yield* TestClock.setTime(T)
       const lines: Array<LogLine> = []
       const scope = yield* Scope.make()
-      const worker = yield* Scope.extend(makeWorker(options(lines)), scope)
+      const worker = yield* Scope.provide(makeWorker(options(lines)), scope)
       yield* until(() => lines.some((line) => line.message === "worker registered"), "the registration's line")
       yield* Scope.close(scope, Exit.void)
       expect(messages(lines)).toEqual([
@@ -81,7 +82,7 @@ describe("the worker's log lines", () => {
     })
   )
 
-  it.scoped("a failed registration is a warning with its cause; a handler's failure an error with the stack", () =>
+  it.effect("a failed registration is a warning with its cause; a handler's failure an error with the stack", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const lines: Array<LogLine> = []
@@ -108,7 +109,7 @@ describe("the worker's log lines", () => {
     })
   )
 
-  it.scoped("the lease: unhealthy is a warning naming the buckets; lost, a warning, then registered again", () =>
+  it.effect("the lease: unhealthy is a warning naming the buckets; lost, a warning, then registered again", () =>
     Effect.gen(function* () {
       heartbeats.answer = "renewed"
       yield* Effect.addFinalizer(() => Effect.sync(() => (heartbeats.answer = "renewed")))
@@ -124,14 +125,14 @@ describe("the worker's log lines", () => {
       heartbeats.answer = "lost"
       // The heartbeat's retries wait on the Clock (up to 2 s apart): step it until one gets the 410.
       const registeredAgain = () => lines.filter((line) => line.message === "worker registered").length === 2
-      for (let step = 0; step < 20 && !registeredAgain(); step++) yield* Effect.zipRight(TestClock.adjust(500), flush)
+      for (let step = 0; step < 20 && !registeredAgain(); step++) yield* Effect.andThen(TestClock.adjust(500), flush)
       yield* until(registeredAgain, "the second registration's line")
       expect(lines.find((line) => line.message === "lease lost, registering again")).toMatchObject({ level: "warning", worker: "w1", incarnation: "inc-1" })
       expect(lines.filter((line) => line.message === "worker registered").map((line) => line["incarnation"])).toEqual(["inc-1", "inc-2"])
     })
   )
 
-  it.scoped("without `log`, the lines go to stdout, one JSON object each", () =>
+  it.effect("without `log`, the lines go to stdout, one JSON object each", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T)
       const written: Array<string> = []

@@ -117,7 +117,7 @@ const notAllowed = (allow: string) => ({
 })
 
 describe("the worker's routes", () => {
-  it.scoped("a known path with another method: 405 with Allow naming the routed methods, HEAD beside GET", () =>
+  it.effect("a known path with another method: 405 with Allow naming the routed methods, HEAD beside GET", () =>
     Effect.gen(function* () {
       const send = yield* setup
       expect(yield* send("DELETE", "/docs", "d1", "/text")).toEqual(notAllowed("GET, PUT, HEAD"))
@@ -132,7 +132,7 @@ describe("the worker's routes", () => {
     })
   )
 
-  it.scoped("HEAD is served by the GET route: GET's status and headers, Content-Length included, and no body", () =>
+  it.effect("HEAD is served by the GET route: GET's status and headers, Content-Length included, and no body", () =>
     Effect.gen(function* () {
       const send = yield* setup
       const get = yield* send("GET", "/docs", "d1", "/text")

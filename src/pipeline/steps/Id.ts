@@ -1,5 +1,6 @@
 // Step 1, id (docs/proxy.md "Addressing"): namespace, id, rest and query from the raw target.
-import type { Effect } from "effect"
+// A Result, which `afterStep` continues at once (a Result is no longer an Effect in Effect 4).
+import type { Result } from "effect"
 import { parseAddress, type Address, type AddressError } from "../../Address.js"
 
-export const readAddress = (rawUrl: string): Effect.Effect<Address, AddressError> => parseAddress(rawUrl)
+export const readAddress = (rawUrl: string): Result.Result<Address, AddressError> => parseAddress(rawUrl)
