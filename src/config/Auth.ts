@@ -66,7 +66,7 @@ export const JwtProvider = JwtFields.check(
 
 const Sha256Hex = Schema.String.check(
   Schema.makeFilter((s: string) => /^[0-9A-Fa-f]{64}$/.test(s), expected("64 hex digits (a SHA-256)"))
-).pipe(Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s })))
+).pipe(Schema.decodeTo(Schema.String, SchemaTransformation.toLowerCase()))
 
 export const ApiKeyProvider = Schema.Struct({
   type: Schema.Literal("apikey"),

@@ -98,7 +98,7 @@ const isToken = (s: string): boolean => TOKEN.test(s)
 
 /** A header name, lowercased as Node presents incoming headers. */
 export const HeaderName = Schema.String.check(Schema.makeFilter(isToken, expected("a header name"))).pipe(
-  Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (s: string) => s.toLowerCase(), encode: (s: string) => s }))
+  Schema.decodeTo(Schema.String, SchemaTransformation.toLowerCase())
 )
 export const CookieName = Schema.String.check(Schema.makeFilter(isToken, expected("a cookie name")))
 

@@ -25,7 +25,13 @@ const shown = (path: ReadonlyArray<PropertyKey>, actual: unknown): string => {
 type Problem =
   | { readonly _tag: "Unexpected"; readonly path: ReadonlyArray<PropertyKey>; readonly known: ReadonlyArray<string> }
   | { readonly _tag: "Missing"; readonly path: ReadonlyArray<PropertyKey> }
-  | { readonly _tag: "Invalid"; readonly path: ReadonlyArray<PropertyKey>; readonly message: string }
+  | {
+    readonly _tag: "Invalid"
+    readonly path: ReadonlyArray<PropertyKey>
+    readonly message: string
+    /** What was given, shown whatever it is (a list or an object too). */
+    readonly given?: string
+  }
 
 type Annotations = SchemaAST.AST["annotations"]
 
@@ -82,7 +88,16 @@ const discriminant = (
   if (key === undefined) return undefined
   if (!(key in input)) return { _tag: "Missing", path: [...path, key] }
   const expected = members.map((literals) => JSON.stringify(literals.get(key))).join(" | ")
-  return { _tag: "Invalid", path: [...path, key], message: `expected ${expected}` }
+  return { _tag: "Invalid", path: [...path, key], message: `expected ${expected}`, given: compact((input as Record<string, unknown>)[key]) }
+}
+
+/** A JSON value on one line, numbers as JavaScript writes them (Infinity, which JSON cannot). */
+const compact = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(compact).join(",")}]`
+  if (typeof value === "object" && value !== null) {
+    return `{${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}:${compact(item)}`).join(",")}}`
+  }
+  return typeof value === "string" ? JSON.stringify(value) : String(value)
 }
 
 /** Every problem of an issue tree, in its order; `input` is the value at `path`. */
@@ -146,7 +161,8 @@ const describeProblem = (problem: Problem, input: unknown, sources: ReadonlyArra
     return `${source.name}: ${expected}${shown(source.envVar.path, source.raw)}`
   }
   if (problem.message.startsWith("expected ")) {
-    return `${field}: ${problem.message}${shown(problem.path, lookup(input, problem.path))}`
+    const given = problem.given === undefined ? shown(problem.path, lookup(input, problem.path)) : `, got ${problem.given}`
+    return `${field}: ${problem.message}${given}`
   }
   return `${field}: ${problem.message}`
 }

@@ -9,11 +9,11 @@ import {
 } from "./Fields.js"
 
 /** Absent from the file: `value()` (a fresh one each time). */
-const withDefault = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S, value: () => S["Type"]) =>
+const withDefault = <S extends Schema.Top>(schema: S, value: () => S["Type"]) =>
   schema.pipe(Schema.withDecodingDefaultTypeKey(Effect.sync(value)))
 
 /** Absent from the file, `undefined` in the config: the key is always there, to read or to override. */
-const optionalOrUndefined = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S) =>
+const optionalOrUndefined = <S extends Schema.Top>(schema: S) =>
   Schema.optionalKey(schema).pipe(
     Schema.decodeTo(Schema.UndefinedOr(Schema.toType(schema)), {
       decode: SchemaGetter.transformOptional((value) => Option.some(Option.getOrUndefined(value))),
@@ -22,7 +22,7 @@ const optionalOrUndefined = <S extends Schema.Top & { readonly DecodingServices:
   )
 
 /** An optional object whose own fields all have defaults: absent, it is `{}` with those. */
-const section = <S extends Schema.Top & { readonly Encoded: object; readonly DecodingServices: never; readonly EncodingServices: never }>(struct: S) =>
+const section = <S extends Schema.Top>(struct: S) =>
   objectOf(struct).pipe(Schema.withDecodingDefaultKey(Effect.succeed({})))
 
 const ConfigFields = Schema.Struct({

@@ -38,6 +38,8 @@ const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } |
 const body = <A>(req: IncomingMessage, schema: Schema.Decoder<A>) =>
   Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => Effect.fromResult(decodeBody(schema, input)))
 
+const param = <A>(schema: Schema.Codec<A, string>, name: string, value: string | null) => Effect.fromResult(decodeParam(schema, name, value))
+
 /** Each registration once; a hostname lowercased, as Pinboard reads the Host header. */
 const registrationsOf = (namespaces: ReadonlyArray<string | NamespaceRegistration>): ReadonlyArray<NamespaceRegistration> => {
   const unique = new Map<string, NamespaceRegistration>()
@@ -138,8 +140,8 @@ export const handleRegistry = (req: IncomingMessage) =>
       case "workers": {
         if (path.length === 1) {
           if (isReadMethod(method)) {
-            const limit = query.has("limit") ? Number(yield* decodeParam(PageLimit, "limit", query.get("limit"))) : Infinity
-            const cursor = query.has("cursor") ? yield* decodeParam(Cursor, "cursor", query.get("cursor")) : ""
+            const limit = query.has("limit") ? Number(yield* param(PageLimit, "limit", query.get("limit"))) : Infinity
+            const cursor = query.has("cursor") ? yield* param(Cursor, "cursor", query.get("cursor")) : ""
             return ok(yield* workersPage(registry, config, cursor, limit))
           }
           yield* only("POST")
@@ -155,10 +157,10 @@ export const handleRegistry = (req: IncomingMessage) =>
             })
           )
         }
-        const worker = yield* decodeParam(WorkerId, "worker", decodeURIComponentSafe(path[1]!))
+        const worker = yield* param(WorkerId, "worker", decodeURIComponentSafe(path[1]!))
         if (path.length === 2) {
           yield* only("DELETE")
-          const incarnation = yield* decodeParam(Incarnation, "incarnation", query.get("incarnation"))
+          const incarnation = yield* param(Incarnation, "incarnation", query.get("incarnation"))
           yield* registry.deregister(worker, incarnation)
           return { status: 204 }
         }
@@ -190,9 +192,9 @@ export const handleRegistry = (req: IncomingMessage) =>
       case "placements": {
         if (path.length !== 3) return yield* new RouteNotFound()
         yield* only("GET")
-        const namespace = yield* decodeParam(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`)
-        const id = yield* decodeParam(InstanceId, "id", decodeURIComponentSafe(path[2]!))
-        const env = yield* decodeParam(Env, "env", query.get("env") ?? "")
+        const namespace = yield* param(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`)
+        const id = yield* param(InstanceId, "id", decodeURIComponentSafe(path[2]!))
+        const env = yield* param(Env, "env", query.get("env") ?? "")
         return ok(placementJson(yield* registry.placement({ env, namespace, id })))
       }
       default:

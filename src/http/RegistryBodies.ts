@@ -9,15 +9,16 @@ import { InvalidRequest } from "../Errors.js"
 const expected = (what: string) => ({ message: `expected ${what}` })
 
 /**
- * `base` refined by `check`, with one message for every failure, its type included: the
- * message on `base` answers a value of the wrong type, the one on `check` a bad value.
+ * `base` refined by `checks`, every failure of it told as `expected <what>`, its type included:
+ * the message on `base` answers a value of the wrong type, the one on each check a bad value.
  */
-const format = <T>(base: Schema.Codec<T>, check: SchemaAST.Check<T>, what: string) =>
-  base.annotate(expected(what)).check(check)
+const format = <T>(base: Schema.Codec<T>, what: string, check: SchemaAST.Filter<T>, ...more: Array<SchemaAST.Filter<T>>) => {
+  const told = (each: SchemaAST.Filter<T>) => each.annotate(expected(what))
+  return base.annotate(expected(what)).check(told(check), ...more.map(told))
+}
 
-const pattern = (regExp: RegExp, what: string) => format(Schema.String, Schema.isPattern(regExp, expected(what)), what)
-const satisfying = (predicate: (s: string) => boolean, what: string) =>
-  format(Schema.String, Schema.makeFilter(predicate, expected(what)), what)
+const pattern = (regExp: RegExp, what: string) => format(Schema.String, what, Schema.isPattern(regExp))
+const satisfying = (predicate: (s: string) => boolean, what: string) => format(Schema.String, what, Schema.makeFilter(predicate))
 
 export const WorkerId = pattern(/^[A-Za-z0-9._~-]{1,128}$/, "1-128 characters of [A-Za-z0-9._~-]")
 // The same rules as request paths (docs/proxy.md "Addressing").
@@ -29,11 +30,7 @@ export const PageLimit = pattern(/^(?:[1-9][0-9]{0,2}|1000)$/, "an integer from 
 /** `GET /registry/workers?cursor=`: a worker id (see RegistryApi.ts), checked as one. */
 export const Cursor = pattern(/^[A-Za-z0-9._~-]{1,128}$/, 'a cursor as answered in "next"')
 export const Epoch = satisfying(isEpoch, "an epoch: a decimal string")
-export const Headroom = format(
-  Schema.Number,
-  Schema.makeFilterGroup([Schema.isFinite(), Schema.isGreaterThanOrEqualTo(0)], expected("a finite number >= 0")),
-  "a finite number >= 0"
-)
+export const Headroom = format(Schema.Number, "a finite number >= 0", Schema.isFinite(), Schema.isGreaterThanOrEqualTo(0))
 export const Incarnation = pattern(/^[A-Za-z0-9._~-]{1,128}$/, "an incarnation as returned by register")
 const Flag = Schema.Boolean.annotate(expected("true or false"))
 /** No lone UTF-16 surrogates: Redis stores UTF-8, so such a string would not read back as sent. */

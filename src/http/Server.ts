@@ -199,7 +199,7 @@ const serve = Effect.gen(function* () {
   // SIGTERM (docs/proxy.md "Shutdown"): /readyz turns 503; requests are still served for
   // shutdown.drainDelayMs (a second signal ends that), then the listeners stop accepting,
   // in-flight exchanges get shutdown.graceMs to finish, then whatever is left is closed,
-  // tunnels too. main.ts logs `pinboard stopped` once every layer is released.
+  // tunnels too. cli/Main.ts logs `pinboard stopped` once every layer is released.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function* () {
       shuttingDown = true

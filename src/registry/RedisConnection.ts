@@ -40,8 +40,14 @@ export const defineScripts = (client: RedisClient): void => {
   }
 }
 
-/** Client options that make every failure fast: no queueing while disconnected. */
+/**
+ * Client options that make every failure fast: no queueing while disconnected. RESP2, as
+ * ioredis 5 spoke (ioredis 6 defaults to RESP3): under RESP3 ioredis also signs up for a managed
+ * Redis's maintenance notifications and then stretches `commandTimeout` to 10 s during a
+ * maintenance window, and Lua booleans would answer otherwise.
+ */
 export const clientOptions = {
+  protocol: 2,
   enableAutoPipelining: true,
   enableOfflineQueue: false,
   commandTimeout: REGISTRY_CALL_TIMEOUT_MS,
@@ -167,7 +173,8 @@ const RECONNECT_AFTER_END_MS = 1_000
  * Connects the client again whenever it ends while still in use. ioredis ends a client for
  * good when a connection attempt is cut short: with Sentinels, its failover detector stops
  * the connector on +switch-master, and an attempt that was asking the sentinels for the
- * master at that moment fails with "Connection is closed" and never retries.
+ * master at that moment fails with "Connection is closed" and never retries. Still so in
+ * ioredis 6.1 (test/registry/RedisConnection.test.ts fails without this).
  */
 const keepConnected = (client: RedisClient): { readonly release: () => void } => {
   let released = false

@@ -3,7 +3,8 @@
 // and an outage failing closed without queueing requests behind it.
 import { generateKeyPairSync } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { exportJWK, type JWK } from "jose"
 import { makeRemoteJwks, type FetchJwks } from "../../src/auth/Jwks.js"
 
@@ -94,7 +95,7 @@ describe("remote JWKS", () => {
       const jwks = yield* makeRemoteJwks(URL, () => new Promise(() => {}))
       const fiber = yield* Effect.forkChild(Effect.exit(jwks.keyFor(header("k1"))))
       yield* TestClock.adjust("2999 millis")
-      expect(fiber.unsafePoll()).toBeNull()
+      expect(fiber.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust("1 millis")
       expect(Exit.isFailure(yield* Fiber.join(fiber))).toBe(true)
     })
@@ -110,7 +111,7 @@ describe("remote JWKS", () => {
         return { keys: [K1] }
       })
       const fibers = yield* Effect.forEach([1, 2, 3], () => Effect.forkChild(jwks.keyFor(header("k1"))))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.joinAll(fibers)
       expect(fetches).toBe(1)

@@ -2,7 +2,8 @@
 // apikey. Expiry and tolerance run on TestClock: the provider reads the Clock's time.
 import { createHash, generateKeyPairSync } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, TestClock } from "effect"
+import { Effect, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { exportJWK, SignJWT, type JWTPayload } from "jose"
 import { makeProvider, type Provider } from "../../src/auth/Providers.js"
 import type { ProviderConfig } from "../../src/Config.js"

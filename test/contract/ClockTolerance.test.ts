@@ -2,7 +2,8 @@
 // "Clocks") for every token check: the worker's of an attestation, Pinboard's of a caller token
 // and of a credential. Each accepts a token until CLOCK_TOLERANCE_S past its `exp`, none longer.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted, TestClock } from "effect"
+import { Effect, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { SignJWT } from "jose"
 import { makeAttestationSigner } from "../../src/auth/Attestation.js"
 import { verifyCallerToken } from "../../src/auth/CallerToken.js"

@@ -2,7 +2,8 @@
 // registry's worker views, placement counts and the rates; then read from a real (embedded)
 // registry with placements made by resolves.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { fleetSnapshot, readFleet } from "../../src/http/FleetSnapshot.js"
 import type { RateSeries } from "../../src/observe/Rates.js"
 import type { RegistryPolicy, WorkerView } from "../../src/registry/Domain.js"

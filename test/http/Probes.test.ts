@@ -2,7 +2,8 @@
 // and this process can tell the registry's time within `registry.maxClockOffsetMs`; the
 // body's `reason` says why not.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { RegistryUnavailable } from "../../src/Errors.js"
 import { readyz } from "../../src/http/Probes.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
@@ -45,6 +46,6 @@ describe("/readyz", () => {
     Effect.gen(function* () {
       const fiber = yield* Effect.forkChild(Effect.flip(readyz(() => false).pipe(withRegistry(Effect.never))))
       yield* TestClock.adjust(1000)
-      expect((yield* fiber.await).pipe((exit) => exit._tag === "Success" && exit.value.reason)).toBe("registry slow")
+      expect((yield* Fiber.await(fiber)).pipe((exit) => exit._tag === "Success" && exit.value.reason)).toBe("registry slow")
     }))
 })

@@ -2,7 +2,7 @@
 // and I/O never starved: a chain of tasks that keeps scheduling more still lets an
 // immediate (the turn where sockets are read) run, within MAX_DRAINS_IN_A_ROW drains.
 import { describe, expect, it } from "vitest"
-import { Effect, Runtime } from "effect"
+import { Context, Effect, Scheduler } from "effect"
 import { makeRequestScheduler } from "../../src/http/RequestScheduler.js"
 
 describe("the request scheduler", () => {
@@ -45,8 +45,8 @@ describe("the request scheduler", () => {
   })
 
   it("runs Effect fibers to the same results as the default scheduler", async () => {
-    const runtime = await Effect.runPromise(Effect.withScheduler(Effect.runtime<never>(), makeRequestScheduler()))
-    const program = Effect.forEach([1, 2, 3], (n) => Effect.as(Effect.yieldNow(), n * 2), { concurrency: "unbounded" })
-    expect(await Runtime.runPromise(runtime)(program)).toEqual([2, 4, 6])
+    const context = Context.make(Scheduler.Scheduler, makeRequestScheduler())
+    const program = Effect.forEach([1, 2, 3], (n) => Effect.as(Effect.yieldNow, n * 2), { concurrency: "unbounded" })
+    expect(await Effect.runPromiseWith(context)(program)).toEqual([2, 4, 6])
   })
 })

@@ -2,7 +2,7 @@
 // 500 destroys the socket without a status line) and for catalogue errors on upgrades.
 import http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Effect, Logger, LogLevel } from "effect"
+import { Effect, References } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { RegistryColdStart, UnknownNamespace } from "../../src/Errors.js"
 import { answerFailure, respond } from "../../src/http/Answer.js"
@@ -17,7 +17,7 @@ afterEach(() => {
 })
 
 const serve = async (handler: Effect.Effect<void, UnknownNamespace | RegistryColdStart>): Promise<number> => {
-  const quiet = <A, E>(effect: Effect.Effect<A, E>) => Effect.runFork(Logger.withMinimumLogLevel(effect, LogLevel.None))
+  const quiet = <A, E>(effect: Effect.Effect<A, E>) => Effect.runFork(Effect.provideService(effect, References.MinimumLogLevel, "None"))
   server = http.createServer((req, res) => quiet(respond(req, res, handler)))
   // As the server answers an upgrade's failure: a bare status line (docs/proxy.md "WebSockets").
   server.on("upgrade", (_req, socket) => quiet(Effect.catchCause(handler, (cause) => answerFailure(cause, (reply) => writeBareStatus(socket, reply), NO_FACTS))))

@@ -1,11 +1,11 @@
 // `pinboard inspect id`'s explanation (docs/protocol.md "Resolution" steps 2, 5, 6) held to the registry's own
 // placement functions.
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
 import type { ListedWorker, PlacementAnswer } from "../../src/inspect/Answers.js"
 import { type ExplainInput, explainResolve, placementOdds, type PlacementOutcome } from "../../src/inspect/Explain.js"
 import type { WorkerRecord } from "../../src/registry/Domain.js"
 import { byWorkerId, type Candidate, choosePlacement, isPlaceable, rendezvousScore } from "../../src/registry/Placement.js"
+import * as fc from "../serving/Arbitraries.js"
 
 const NOW = 1_764_452_669_741
 const LEASE_MS = 15_000 // min lease left: 5000
@@ -143,7 +143,7 @@ describe("candidates", () => {
     "agree with the registry's isPlaceable",
     [
       fc.integer({ min: 1000, max: 60_000 }),
-      fc.oneof(fc.integer({ min: -20_000, max: 20_000 }), fc.integer({ min: -2, max: 2 }).map((d) => ({ nearMinimum: d }))),
+      fc.oneof(fc.integer({ min: -20_000, max: 20_000 }), fc.map(fc.integer({ min: -2, max: 2 }), (d) => ({ nearMinimum: d }))),
       fc.boolean(),
       fc.boolean()
     ],
@@ -204,18 +204,20 @@ describe("the choice", () => {
   })
 })
 
-const candidates = fc
-  .uniqueArray(
-    fc.record({ worker: fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/), headroom: fc.integer({ min: 0, max: 20 }) }),
-    { minLength: 1, maxLength: 7, selector: (c) => c.worker }
-  )
-  .map((list): ReadonlyArray<Candidate> => [...list].sort(byWorkerId))
-const unit = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })
+const candidates = fc.map(
+  fc.uniqueArray(fc.record({ worker: fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/), headroom: fc.integer({ min: 0, max: 20 }) }), {
+    minLength: 1,
+    maxLength: 7,
+    selector: (c) => c.worker
+  }),
+  (list): ReadonlyArray<Candidate> => [...list].sort(byWorkerId)
+)
+const unit = fc.double({ min: 0, max: 1, maxExcluded: true })
 
 describe("the odds", () => {
   it.prop(
     "cover exactly the workers choosePlacement picks, for any r1 and r2",
-    [candidates, fc.string(), fc.option(fc.string(), { nil: undefined }), fc.double({ min: 1, max: 3, noNaN: true }), unit, unit],
+    [candidates, fc.string(), fc.option(fc.string(), { nil: undefined }), fc.double({ min: 1, max: 3 }), unit, unit],
     ([list, affinity, caller, balanceFactor, r1, r2]) => {
       const workers = list.map((c) => listed(c.worker, { headroom: c.headroom }))
       const outcome = chosenOf({ workers, affinity, caller, balanceFactor })

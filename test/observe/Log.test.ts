@@ -1,7 +1,8 @@
 // The JSON logger (docs/operations.md "Logs"): an Effect log's `time` is the fiber's Clock,
 // so TestClock sets it; lines below `log.level` are not written.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { vi } from "vitest"
 import { logLayer } from "../../src/observe/Log.js"
 

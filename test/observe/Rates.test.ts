@@ -2,7 +2,8 @@
 // sampled into a fixed ring, rates as differences between neighbouring samples over the time
 // really elapsed, oldest first, the oldest dropped once full; the sampler on Clock.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { countAnswer, emptyTotals, makeRateRing, ratesOf, recordSample, sampleForever, SAMPLE_EVERY_MS } from "../../src/observe/Rates.js"
 
 describe("answered totals", () => {

@@ -55,7 +55,7 @@ const placedAs = (answer: Effect.Effect<PlacementView, NotPlaced | RegistryUnava
 }
 
 const tagOf = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
-  Effect.map(Effect.result(effect), (result) => (Result.isFailure(result) ? result.left._tag : "succeeded"))
+  Effect.map(Effect.result(effect), (result) => (Result.isFailure(result) ? result.failure._tag : "succeeded"))
 
 describe("step 2, attestation: Pinboard-Caller", () => {
   it.effect("no Pinboard-Caller: a request from outside, the registry not asked", () =>

@@ -6,7 +6,9 @@ import { afterStep } from "../../src/pipeline/steps/AfterStep.js"
 
 class Refused extends Data.TaggedError("Refused")<{}> {}
 
-const steps: ReadonlyArray<[string, Effect.Effect<number, Refused>]> = [
+// A Result is no longer an Effect (Effect 4): afterStep takes it as one that decided at once,
+// and Effect.flatMap takes it as Effect.fromResult.
+const steps: ReadonlyArray<[string, Effect.Effect<number, Refused> | Result.Result<number, Refused>]> = [
   ["Effect.succeed", Effect.succeed(1)],
   ["Effect.fail", Effect.fail(new Refused())],
   ["Result.succeed", Result.succeed(1)],
@@ -21,7 +23,8 @@ describe("afterStep", () => {
     it.effect(`${name}: the same outcome as Effect.flatMap`, () =>
       Effect.gen(function* () {
         const then = (n: number) => Effect.succeed(n + 1)
-        expect(yield* Effect.exit(afterStep(step, then))).toEqual(yield* Effect.exit(Effect.flatMap(step, then)))
+        const asEffect = Result.isResult(step) ? Effect.fromResult(step) : step
+        expect(yield* Effect.exit(afterStep(step, then))).toEqual(yield* Effect.exit(Effect.flatMap(asEffect, then)))
       })
     )
   }

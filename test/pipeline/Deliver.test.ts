@@ -27,7 +27,7 @@ const answer = (call: FakeCall, status = 200) => {
 const workerOf = (call: FakeCall) => new URL(String(call.options.origin)).hostname.replace(".test", "")
 
 describe("in-band refusal", () => {
-  it.scoped("a request without a body is re-placed once on another worker; the refusal is released and its nack counted", () =>
+  it.effect("a request without a body is re-placed once on another worker; the refusal is released and its nack counted", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { registry, request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })
@@ -47,7 +47,7 @@ describe("in-band refusal", () => {
     })
   )
 
-  it.scoped("a request with a body is not re-placed: 503 worker refused activation, retry", () =>
+  it.effect("a request with a body is not re-placed: 503 worker refused activation, retry", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { registry, request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })
@@ -59,11 +59,11 @@ describe("in-band refusal", () => {
       expect(response.headers.get("content-type")).toBe("application/json")
       expect(yield* Effect.promise(() => response.text())).toBe('{"error":"worker refused activation, retry"}')
       expect(fake.calls.length).toBe(1)
-      expect((yield* Effect.result(registry.placement(key)))._tag).toBe("Left")
+      expect((yield* Effect.result(registry.placement(key)))._tag).toBe("Failure")
     })
   )
 
-  it.scoped("a second refusal: 503 worker refused activation, retry", () =>
+  it.effect("a second refusal: 503 worker refused activation, retry", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1", "w2"] })
@@ -77,7 +77,7 @@ describe("in-band refusal", () => {
     })
   )
 
-  it.scoped("no other worker to re-place on: 503 worker refused activation, retry", () =>
+  it.effect("no other worker to re-place on: 503 worker refused activation, retry", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { request, nextCall } = yield* pipelineHarness(fake, { workers: ["w1"] })
@@ -91,7 +91,7 @@ describe("in-band refusal", () => {
 })
 
 describe("inflight cap", () => {
-  it.scoped("forwards awaiting headers above forwards.maxInflight: 503 worker at capacity, retry", () =>
+  it.effect("forwards awaiting headers above forwards.maxInflight: 503 worker at capacity, retry", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { request, nextCall } = yield* pipelineHarness(fake, { config: { forwards: { timeoutMs: 30_000, maxInflight: 1 } } })
@@ -117,7 +117,7 @@ describe("inflight cap", () => {
       expect(yield* Effect.promise(() => streaming.text())).toBe("streaming")
     })
   )
-  it.scoped("a forward that fails before headers gives its slot back", () =>
+  it.effect("a forward that fails before headers gives its slot back", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { request, nextCall } = yield* pipelineHarness(fake, { config: { forwards: { timeoutMs: 30_000, maxInflight: 1 } } })
@@ -132,7 +132,7 @@ describe("inflight cap", () => {
 })
 
 describe("the forward", () => {
-  it.scoped("goes to the worker's origin with the raw path and query, Pinboard-Epoch, X-Forwarded-For", () =>
+  it.effect("goes to the worker's origin with the raw path and query, Pinboard-Epoch, X-Forwarded-For", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { registry, request, nextCall } = yield* pipelineHarness(fake)
@@ -154,7 +154,7 @@ describe("the forward", () => {
     })
   )
 
-  it.scoped("a worker that fails before headers: 502 bad gateway; an existing placement stays", () =>
+  it.effect("a worker that fails before headers: 502 bad gateway; an existing placement stays", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const { registry, request, nextCall } = yield* pipelineHarness(fake)
@@ -175,7 +175,7 @@ describe("the forward", () => {
 })
 
 describe("a client that goes away", () => {
-  it.scoped("before the forward starts: nothing is sent to the worker", () =>
+  it.effect("before the forward starts: nothing is sent to the worker", () =>
     Effect.gen(function* () {
       const fake = makeFakeUpstream()
       const resolving = yield* Deferred.make<void>()

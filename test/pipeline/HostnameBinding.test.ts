@@ -32,7 +32,7 @@ describe("the request's hostname", () => {
     Effect.gen(function* () {
       expect(yield* bindingOf("/docs/x", { host: "A.example:443" }, true)).toBe("a.example")
       const missing = yield* Effect.result(bindingOf("/docs/x", {}, true))
-      expect(Result.isFailure(missing) && missing.left.reply).toMatchObject({ status: 400 })
+      expect(Result.isFailure(missing) && missing.failure.reply).toMatchObject({ status: 400 })
     })
   )
 
@@ -44,7 +44,7 @@ describe("the request's hostname", () => {
       // No Host is needed beside it (HTTP/1.0); an empty authority names no hostname.
       expect(yield* bindingOf("http://b.example/docs/x", {}, true)).toBe("b.example")
       const empty = yield* Effect.result(bindingOf("http:///docs/x", { host: "a.example" }, true))
-      expect(Result.isFailure(empty) && empty.left._tag).toBe("MissingHost")
+      expect(Result.isFailure(empty) && empty.failure._tag).toBe("MissingHost")
       expect(yield* bindingOf("http://b.example/docs/x", { host: "a.example" }, false)).toBe("")
     })
   )

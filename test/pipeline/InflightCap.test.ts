@@ -7,7 +7,7 @@ import { InflightCap, makeInflightCap } from "../../src/pipeline/InflightCap.js"
 import { configForTests } from "../support/TestConfig.js"
 
 const takes = (cap: ReturnType<typeof makeInflightCap>, worker: string) =>
-  Effect.map(Effect.result(cap.take(worker)), (result) => (Result.isFailure(result) ? result.left._tag : "taken"))
+  Effect.map(Effect.result(cap.take(worker)), (result) => (Result.isFailure(result) ? result.failure._tag : "taken"))
 
 describe("the inflight cap", () => {
   it.effect("takes up to maxInflight slots per worker, then refuses; other workers have their own", () =>

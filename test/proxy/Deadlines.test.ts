@@ -1,10 +1,11 @@
 // Deadlines: timers on the Clock, one lane per duration (driven here by TestClock).
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { makeDeadlines } from "../../src/proxy/Deadlines.js"
 
 describe("Deadlines", () => {
-  it.scoped("fires a timer when its duration has passed, not before", () =>
+  it.effect("fires a timer when its duration has passed, not before", () =>
     Effect.gen(function* () {
       const deadlines = yield* makeDeadlines
       const fired: Array<string> = []
@@ -16,7 +17,7 @@ describe("Deadlines", () => {
     })
   )
 
-  it.scoped("restart counts from now; cancel stops it; start moves it to another duration", () =>
+  it.effect("restart counts from now; cancel stops it; start moves it to another duration", () =>
     Effect.gen(function* () {
       const deadlines = yield* makeDeadlines
       const fired: Array<string> = []
@@ -41,7 +42,7 @@ describe("Deadlines", () => {
     })
   )
 
-  it.scoped("a timer added to an idle lane wakes it", () =>
+  it.effect("a timer added to an idle lane wakes it", () =>
     Effect.gen(function* () {
       const deadlines = yield* makeDeadlines
       const fired: Array<number> = []

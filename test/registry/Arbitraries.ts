@@ -24,8 +24,7 @@ export const nat = (bounds: { readonly max: number }): Arbitrary<number> => inte
 export const boolean = (): Arbitrary<boolean> => A.schema(Schema.Boolean)
 
 /** One of `values`, shrinking towards the first. */
-export const constantFrom = <const T extends ReadonlyArray<unknown>>(...values: T): Arbitrary<T[number]> =>
-  map(integer({ min: 0, max: values.length - 1 }), (i) => values[i])
+export const constantFrom = <const T>(...values: ReadonlyArray<T>): Arbitrary<T> => map(integer({ min: 0, max: values.length - 1 }), (i) => values[i]!)
 
 /** A finite double in [min, max] (max excluded when told), never -0 (it would not round-trip as text). */
 export const double = (bounds: { readonly min: number; readonly max: number; readonly maxExcluded?: boolean }): Arbitrary<number> =>
@@ -106,10 +105,10 @@ export const checkEffect = <T, E, R>(arbitrary: Arbitrary<T>, property: (value: 
   Effect.flatMap(
     A.checkEffect(
       arbitrary,
-      (value) =>
+      (value): Effect.Effect<boolean, unknown, R> =>
         property(value).pipe(
           Effect.map((holds) => holds !== false),
-          Effect.catchCause((cause) => (Cause.hasInterrupts(cause) ? Effect.failCause(cause) : Effect.fail(cause)))
+          Effect.catchCause((cause): Effect.Effect<never, unknown> => (Cause.hasInterrupts(cause) ? Effect.failCause(cause) : Effect.fail(cause)))
         ),
       options
     ),

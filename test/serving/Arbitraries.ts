@@ -50,10 +50,10 @@ interface Lengths {
   readonly maxLength?: number
 }
 
-/** Arrays of `item`, their length drawn first: up to `2 * minLength + 10` unless told. */
+/** Arrays of `item`, their length drawn first: up to `maxLength`, or `2 * minLength + 10` when none is given (as fast-check). */
 export const array = <T>(item: Arbitrary<T>, lengths: Lengths = {}): Arbitrary<Array<T>> => {
   const min = lengths.minLength ?? 0
-  const max = Math.min(lengths.maxLength ?? Infinity, 2 * min + 10)
+  const max = lengths.maxLength ?? 2 * min + 10
   return A.flatMap(integer({ min, max }), (length) => A.array(item, { minLength: length, maxLength: length }))
 }
 

@@ -5,11 +5,11 @@
 import { once } from "node:events"
 import http, { type IncomingMessage } from "node:http"
 import net, { type AddressInfo } from "node:net"
-import { FastCheck as fc } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { WebSocket, WebSocketServer } from "ws"
 import { acceptProxyProtocol, parseProxyHeader, proxiedPeer, type ProxyHeaderParse } from "../../src/serving/ProxyProtocol.js"
 import { poll, scaled, within } from "../support/Time.js"
+import * as fc from "./Arbitraries.js"
 import { rawExchange } from "../support/Wire.js"
 
 // ---- Headers, built byte by byte from the protocol's text -----------------------------------
@@ -223,46 +223,38 @@ describe("parseProxyHeader: no header", () => {
 
 describe("parseProxyHeader: properties", () => {
   const port = fc.integer({ min: 0, max: 65535 })
-  const bytes = (length: number) => fc.uint8Array({ minLength: length, maxLength: length }).map((array) => Buffer.from(array))
-  const trailing = fc.uint8Array({ maxLength: 64 }).map((array) => Buffer.from(array))
-  const tlvs = fc.uint8Array({ maxLength: 300 }).map((array) => Buffer.from(array))
+  const bytes = (length: number) => fc.map(fc.uint8Array({ minLength: length, maxLength: length }), (array) => Buffer.from(array))
+  const trailing = fc.map(fc.uint8Array({ maxLength: 64 }), (array) => Buffer.from(array))
+  const tlvs = fc.map(fc.uint8Array({ maxLength: 300 }), (array) => Buffer.from(array))
   /** Eight groups written out in full, upper case: the text a v1 header may carry for these 16 bytes. */
   const spelledOut = (address: Buffer) => Array.from({ length: 8 }, (_, i) => address.readUInt16BE(2 * i).toString(16).toUpperCase().padStart(4, "0")).join(":")
 
   it("any v1 TCP4 header: every prefix asks for more; whole, then anything, it gives its source", () => {
-    fc.assert(
-      fc.property(fc.ipV4(), fc.ipV4(), port, port, trailing, (source, destination, sourcePort, destinationPort, after) =>
-        expectHeader(v1(`PROXY TCP4 ${source} ${destination} ${sourcePort} ${destinationPort}\r\n`), source, after)
-      )
+    fc.assertProperty(fc.tuple(fc.ipV4(), fc.ipV4(), port, port, trailing), ([source, destination, sourcePort, destinationPort, after]) =>
+      expectHeader(v1(`PROXY TCP4 ${source} ${destination} ${sourcePort} ${destinationPort}\r\n`), source, after)
     )
   })
 
   it("any v2 IPv4 header with any TLV bytes: every prefix asks for more; whole, then anything, it gives its source", () => {
-    fc.assert(
-      fc.property(bytes(4), bytes(4), port, port, tlvs, trailing, (source, destination, sourcePort, destinationPort, extra, after) =>
-        expectHeader(v2(PROXY, TCP4, Buffer.concat([inet([...source], [...destination], sourcePort, destinationPort), extra])), [...source].join("."), after)
-      )
+    fc.assertProperty(fc.tuple(bytes(4), bytes(4), port, port, tlvs, trailing), ([source, destination, sourcePort, destinationPort, extra, after]) =>
+      expectHeader(v2(PROXY, TCP4, Buffer.concat([inet([...source], [...destination], sourcePort, destinationPort), extra])), [...source].join("."), after)
     )
   })
 
   it("any IPv6 source: v2's 16 bytes and v1's text of them give the same address, a valid one", () => {
-    fc.assert(
-      fc.property(bytes(16), bytes(16), tlvs, trailing, (source, destination, extra, after) => {
-        const fromV1 = parseProxyHeader(v1(`PROXY TCP6 ${spelledOut(source)} ${spelledOut(destination)} 1 2\r\n`))
-        expect(fromV1._tag).toBe("Parsed")
-        const address = fromV1._tag === "Parsed" ? fromV1.source : undefined
-        expect(net.isIP(address ?? "")).not.toBe(0)
-        expect(address).toBe(address?.toLowerCase())
-        expectHeader(v2(PROXY, TCP6, Buffer.concat([inet6(source, destination), extra])), address, after)
-      })
-    )
+    fc.assertProperty(fc.tuple(bytes(16), bytes(16), tlvs, trailing), ([source, destination, extra, after]) => {
+      const fromV1 = parseProxyHeader(v1(`PROXY TCP6 ${spelledOut(source)} ${spelledOut(destination)} 1 2\r\n`))
+      expect(fromV1._tag).toBe("Parsed")
+      const address = fromV1._tag === "Parsed" ? fromV1.source : undefined
+      expect(net.isIP(address ?? "")).not.toBe(0)
+      expect(address).toBe(address?.toLowerCase())
+      expectHeader(v2(PROXY, TCP6, Buffer.concat([inet6(source, destination), extra])), address, after)
+    })
   })
 
   it("any LOCAL header: every prefix asks for more; whole, it gives no source", () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 255 }), tlvs, trailing, (familyTransport, extra, after) =>
-        expectHeader(v2(LOCAL, familyTransport, extra), undefined, after)
-      )
+    fc.assertProperty(fc.tuple(fc.integer({ min: 0, max: 255 }), tlvs, trailing), ([familyTransport, extra, after]) =>
+      expectHeader(v2(LOCAL, familyTransport, extra), undefined, after)
     )
   })
 })
@@ -406,8 +398,9 @@ describe("acceptProxyProtocol on a node:http server", () => {
   it("header and request split at random points, each piece its own packet, read alike", async () => {
     // The bytes after the header are an HTTP request whose first header line the server must not mistake for a PROXY header.
     const request = Buffer.concat([V2_HEADER, Buffer.from(get("/split", "X-Trace: PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n"), "latin1")])
-    await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: request.length - 1 }), { maxLength: 6 }), async (cuts) => {
+    await fc.assertAsyncProperty(
+      fc.uniqueArray(fc.integer({ min: 1, max: request.length - 1 }), { maxLength: 6 }),
+      async (cuts) => {
         const client = await connect(server.port)
         const points = [0, ...[...cuts].sort((a, b) => a - b), request.length]
         for (let i = 1; i < points.length; i++) {
@@ -416,8 +409,8 @@ describe("acceptProxyProtocol on a node:http server", () => {
         }
         expect(await answers(client, 1)).toEqual(["peer=2001:db8::42 remote=127.0.0.1 GET /split body=0"])
         client.socket.destroy()
-      }),
-      { numRuns: 25 }
+      },
+      { runs: 25 }
     )
   })
 

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { spawnProcess } from "../support/Processes.js"
-import { scaled } from "../support/Time.js"
+import { scaled, within } from "../support/Time.js"
 
 const library = fileURLToPath(new URL("../../src/worker/index.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "pinboard-worker-exit-"))
@@ -37,6 +37,8 @@ registerHooks({
 
 /** How long a stopped worker's process may take to exit by itself (nominal, scaled); then it reports what keeps it. */
 const EXIT_WITHIN_MS = 5_000
+/** Each test starts a Node process that type-strips and loads the library's sources: seconds on a busy machine (nominal). */
+const PROCESS_MS = 60_000
 
 /**
  * Runs `body` in a fresh Node process, after `startWorker` and `defineInstance` are imported
@@ -66,8 +68,12 @@ ${body}
 `
   )
   const child = spawnProcess(process.execPath, ["--experimental-transform-types", "--no-warnings", "--import", hooks, script], {}, { name })
-  const exit = await child.exited
-  return { exit, lines: child.lines }
+  try {
+    const exit = await within(child.exited, PROCESS_MS - 5_000, `${name}: the process to exit`)
+    return { exit, lines: child.lines }
+  } finally {
+    await child.kill()
+  }
 }
 
 describe("a process using the worker library", () => {
@@ -91,7 +97,7 @@ stopped()`
     expect(lines).toContain("activations: 0")
     expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
     expect(exit).toEqual({ code: 0, signal: null })
-  })
+  }, scaled(PROCESS_MS))
 
   it("exits by itself once stop() has returned while the registration was still being retried", async () => {
     // The registry API at a port nobody listens on: every registration fails, and is retried.
@@ -106,7 +112,7 @@ stopped()`
     expect(lines).toContain("stop returned")
     expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
     expect(exit).toEqual({ code: 0, signal: null })
-  })
+  }, scaled(PROCESS_MS))
 
   it("exits by itself once stop() has returned, with traces exported to a collector that is not there", async () => {
     const { exit, lines } = await run(
@@ -119,7 +125,7 @@ stopped()`
     expect(lines).toContain("stop returned")
     expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
     expect(exit).toEqual({ code: 0, signal: null })
-  })
+  }, scaled(PROCESS_MS))
 
   it("keeps running while its worker serves, and stops and exits 0 on SIGTERM", async () => {
     const script = join(dir, "served.mjs")
@@ -139,7 +145,7 @@ console.log("ready")
     )
     const child = spawnProcess(process.execPath, ["--experimental-transform-types", "--no-warnings", "--import", hooks, script], {}, { name: "served" })
     try {
-      await child.waitForLine(/^ready$/, 15_000)
+      await child.waitForLine(/^ready$/, 30_000)
       // Nothing ends it but a signal: a few heartbeats on, it still serves.
       await new Promise((resolve) => setTimeout(resolve, scaled(1500)))
       expect(child.alive()).toBe(true)
@@ -149,5 +155,5 @@ console.log("ready")
     } finally {
       await child.kill()
     }
-  })
+  }, scaled(PROCESS_MS))
 })

@@ -10,7 +10,8 @@
 //   - a heartbeat that reaches the registry after the lease lapsed is answered 410, and the
 //     worker registers again holding nothing.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result, Exit, FastCheck as fc, Runtime, Scope, TestClock } from "effect"
+import { Arbitrary, Clock, Effect, Exit, Result, Schema, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
@@ -41,27 +42,46 @@ type Step =
   | { readonly op: "wipe"; readonly bucket: number }
   | { readonly op: "sweep" }
 
-const worker = fc.constantFrom(...WORKERS)
-const step: fc.Arbitrary<Step> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.oneof(fc.integer({ min: 1, max: 1200 }), fc.integer({ min: 1, max: 2 * LEASE_MS })) }), weight: 8 },
-  { arbitrary: fc.record({ op: fc.constant("request" as const), id: fc.constantFrom(...IDS), affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "10.0.0.3") }), weight: 8 },
+const integer = (minimum: number, maximum: number): Arbitrary.Arbitrary<number> =>
+  Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
+const oneOf = <const A extends ReadonlyArray<string>>(...values: A): Arbitrary.Arbitrary<A[number]> => Arbitrary.schema(Schema.Literals(values))
+
+/** One of `choices`, each as likely as its weight says (a literal's pick is uniform, where an integer's leans to the ends). */
+const weighted = <A>(...choices: ReadonlyArray<{ readonly arbitrary: Arbitrary.Arbitrary<A>; readonly weight: number }>): Arbitrary.Arbitrary<A> => {
+  const total = choices.reduce((sum, { weight }) => sum + weight, 0)
+  const picks = Arbitrary.schema(Schema.Literals(Array.from({ length: total }, (_, n) => n)))
+  return Arbitrary.flatMap(picks, (n) => {
+    for (const { arbitrary, weight } of choices) {
+      if (n < weight) return arbitrary
+      n -= weight
+    }
+    return choices.at(-1)!.arbitrary
+  })
+}
+const equally = <A>(...arbitraries: ReadonlyArray<Arbitrary.Arbitrary<A>>): Arbitrary.Arbitrary<A> =>
+  weighted(...arbitraries.map((arbitrary) => ({ arbitrary, weight: 1 })))
+
+const worker = oneOf(...WORKERS)
+const step: Arbitrary.Arbitrary<Step> = weighted<Step>(
+  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("advance"), ms: equally(integer(1, 1200), integer(1, 2 * LEASE_MS)) }), weight: 8 },
+  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("request"), id: oneOf(...IDS), affinity: oneOf("10.0.0.1", "10.0.0.2", "10.0.0.3") }), weight: 8 },
   {
-    arbitrary: fc.record({
-      op: fc.constant("link" as const),
+    arbitrary: Arbitrary.all({
+      op: Arbitrary.Constant("link"),
       worker,
-      link: fc.oneof(
-        fc.constant<Link>({ state: "up" }),
-        fc.constant<Link>({ state: "down" }),
-        fc.integer({ min: 1, max: 2 * LEASE_MS }).map((delayMs): Link => ({ state: "slow", delayMs }))
+      link: equally<Link>(
+        Arbitrary.Constant({ state: "up" }),
+        Arbitrary.Constant({ state: "down" }),
+        Arbitrary.map(integer(1, 2 * LEASE_MS), (delayMs): Link => ({ state: "slow", delayMs }))
       )
     }),
     weight: 5
   },
-  { arbitrary: fc.record({ op: fc.constantFrom("crash" as const, "stop" as const), worker }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant("start" as const), worker }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant("idle" as const), worker }), weight: 2 },
-  { arbitrary: fc.record({ op: fc.constant("wipe" as const), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
-  { arbitrary: fc.constant<Step>({ op: "sweep" }), weight: 1 }
+  { arbitrary: Arbitrary.all({ op: oneOf("crash", "stop"), worker }), weight: 1 },
+  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("start"), worker }), weight: 2 },
+  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("idle"), worker }), weight: 2 },
+  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("wipe"), bucket: integer(0, BUCKETS - 1) }), weight: 1 },
+  { arbitrary: Arbitrary.Constant({ op: "sweep" }), weight: 1 }
 )
 
 /** What the runs covered, printed after them and required to be more than nothing. */
@@ -70,7 +90,7 @@ const count = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1)
 
 /** A worker process: its lease keeper and activations, alive until its scope closes. */
 interface Process {
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   readonly lease: Lease
   readonly activations: Activations
 }
@@ -98,9 +118,9 @@ const trusts = (w: WorkerState): boolean =>
 /** One run: a fresh registry and fleet, the steps, the checks after each. */
 const runSteps = (steps: ReadonlyArray<Step>) =>
   Effect.gen(function* () {
-    const runtime = yield* Effect.runtime<never>()
-    const clock = yield* Effect.clock
-    const now = () => clock.unsafeCurrentTimeMillis()
+    const context = yield* Effect.context<never>()
+    const clock = yield* Clock.Clock
+    const now = () => clock.currentTimeMillisUnsafe()
     const backend = makeMemoryBackend(BUCKETS, policy)
     const registry: RegistryService = makeRegistry(backend, policy)
     /** What the registry calls saw wrong: they run in the workers' fibers, so the test reads them after each step. */
@@ -123,9 +143,9 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
         const answer = yield* Effect.result(call(w))
         yield* delay()
         if (down()) return yield* Effect.fail(new Error("answer lost"))
-        return yield* answer
+        return yield* Effect.fromResult(answer)
       })
-      return Runtime.runPromise(runtime)(crossing)
+      return Effect.runPromiseWith(context)(crossing)
     }
 
     /**
@@ -134,14 +154,16 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
      */
     const watchLapse = (name: string, granted: NonNullable<WorkerState["granted"]>) => {
       const until = granted.until
-      Runtime.runFork(runtime)(
+      Effect.runForkWith(context)(
         Effect.sleep(until - now()).pipe(
-          Effect.andThen(() => {
-            const w = workers.get(name)!
-            if (w.granted !== granted || granted.until !== until || granted.wiped || w.process?.lease.incarnation() !== granted.incarnation) return
-            if (trusts(w)) violations.push(`${name} still trusts its lease at ${until - T0}, when the registry's ran out`)
-            count("lapse watched")
-          })
+          Effect.andThen(
+            Effect.sync(() => {
+              const w = workers.get(name)!
+              if (w.granted !== granted || granted.until !== until || granted.wiped || w.process?.lease.incarnation() !== granted.incarnation) return
+              if (trusts(w)) violations.push(`${name} still trusts its lease at ${until - T0}, when the registry's ran out`)
+              count("lapse watched")
+            })
+          )
         )
       )
     }
@@ -174,14 +196,14 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
               violations.push(`${name} lost a lease that had not lapsed`)
             }
             if (Result.isFailure(answer)) {
-              if (answer.left._tag !== "LeaseLost") return yield* Effect.fail(answer.left)
+              if (answer.failure._tag !== "LeaseLost") return yield* Effect.fail(answer.failure)
               return { _tag: "LeaseLost" as const }
             }
             if (granted !== undefined) {
-              granted.until = answer.right.leaseExpiresAt
+              granted.until = answer.success.leaseExpiresAt
               watchLapse(name, granted)
             }
-            return { _tag: "Renewed" as const, windDown: answer.right.windDown, unrenewed: answer.right.unrenewed }
+            return { _tag: "Renewed" as const, windDown: answer.success.windDown, unrenewed: answer.success.unrenewed }
           })
         ).then((answer) => {
           // Told 410 (an answer lost on its way back tells the worker nothing).
@@ -243,8 +265,8 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
     const request = (id: string, affinity: string, excluded: ReadonlyArray<string> = []): Effect.Effect<void> =>
       Effect.gen(function* () {
         const placed = yield* Effect.result(registry.resolve({ env: "", namespace: NAMESPACE, id, hostname: "", caller: undefined, affinity, excluded }))
-        if (Result.isFailure(placed)) return void count(`refused: ${placed.left._tag}`)
-        const { worker: owner, epoch, isNew } = placed.right
+        if (Result.isFailure(placed)) return void count(`refused: ${placed.failure._tag}`)
+        const { worker: owner, epoch, isNew } = placed.success
         count(isNew ? "placed anew" : "forwarded")
         // The decisive instant: Pinboard could send the id elsewhere only if nobody holds it.
         if (isNew) expect(holders(workers, id), `${id} placed on ${owner} while held`).toEqual([])
@@ -339,20 +361,30 @@ describe("time as a property: lease keeper, activations and registry together", 
       Effect.gen(function* () {
         seen.clear()
         yield* TestClock.setTime(T0)
-        const runtime = yield* Effect.runtime<never>()
         // A run takes a second or more of real time (TestClock waits for the fibers at every instant
-        // it wakes), so the runs stop at a time budget: at least MIN_RUNS must fit in it.
-        const details = yield* Effect.promise(() =>
-          fc.check(
-            fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: RUNS.maxLength, size: "max" }), (steps) =>
-              Runtime.runPromise(runtime)(Effect.scoped(runSteps(steps)))
-            ),
-            { numRuns: RUNS.numRuns, interruptAfterTimeLimit: scaled(RUNS.seconds * 1000) }
-          )
+        // it wakes), so the runs stop at a time budget: at least MIN_RUNS must fit in it. Past it,
+        // the runs left (and the shrinks of a failure) pass without running.
+        const deadline = performance.now() + scaled(RUNS.seconds * 1000)
+        let runs = 0
+        let interrupted = false
+        const result = yield* Arbitrary.checkEffect(
+          Arbitrary.array(step, { minLength: 10, maxLength: RUNS.maxLength }),
+          (steps) =>
+            Effect.suspend(() => {
+              if (performance.now() > deadline) {
+                interrupted = true
+                return Effect.succeed(true)
+              }
+              runs++
+              // A failed expectation is a defect: as the property's failure, it is shrunk and reported with the steps.
+              return Effect.scoped(runSteps(steps)).pipe(Effect.as(true), Effect.catchDefect(Effect.fail))
+            }),
+          // The size grows with the runs, from 0 to this: every run but the first may take up to maxLength steps.
+          { runs: RUNS.numRuns, size: RUNS.maxLength * (RUNS.numRuns - 1) }
         )
-        if (details.failed) throw new Error(fc.defaultReportMessage(details))
-        console.log(`time property: ${details.numRuns} runs of up to ${RUNS.maxLength} steps${details.interrupted ? " (time budget reached)" : ""}; ${[...seen].sort((a, b) => b[1] - a[1]).map(([what, n]) => `${what} ${n}`).join(", ")}`)
-        expect(details.numRuns).toBeGreaterThanOrEqual(MIN_RUNS)
+        if (result._tag !== "Passed") throw new Error(Arbitrary.formatCheckFailure(result))
+        console.log(`time property: ${runs} runs of up to ${RUNS.maxLength} steps${interrupted ? " (time budget reached)" : ""}; ${[...seen].sort((a, b) => b[1] - a[1]).map(([what, n]) => `${what} ${n}`).join(", ")}`)
+        expect(runs).toBeGreaterThanOrEqual(MIN_RUNS)
         // The runs reached what they are about.
         for (const what of ["lapse watched", "placed anew", "served", "410 after a lapse", "dropped: lease-unhealthy", "dropped: lease-lost", "worker refused: lease-unhealthy"]) {
           expect(seen.get(what) ?? 0, what).toBeGreaterThan(0)
