@@ -276,7 +276,7 @@ const logLineOf = (line: string): { readonly level: string; readonly message: st
 const onPinboardLine = (line: string) => {
   stats.pinboardLines++
   const logged = logLineOf(line)
-  if (logged?.level === "error" || (logged === undefined && /FiberFailure|Uncaught|Error/.test(line))) {
+  if (logged?.level === "error" || (logged === undefined && /Uncaught|Error/.test(line))) {
     if (stats.defects.length < 50) stats.defects.push(line.slice(0, 2000))
   } else if (logged?.level === "warning" || (logged === undefined && /Warning:/.test(line))) {
     bump(stats.warnings, (logged?.message ?? line).replace(/\d+/g, "N").slice(0, 120))

@@ -6,11 +6,9 @@
 // In hostname-aware mode the `Host` header names the callee's hostname (docs/proxy.md "Hostname-aware mode"). `fetch`
 // drops a `Host` given in its headers, so the call goes through a dispatcher that sets it
 // (undici's, which Node's own fetch accepts: the answer stays a global `Response`). The undici
-// bundled with Node may speak the older handler protocol; the dispatcher translates it.
-import type { IncomingHttpHeaders } from "node:http"
-import type { Duplex } from "node:stream"
+// bundled with Node speaks the older handler protocol: undici's Dispatcher1Wrapper translates it.
 import { SignJWT } from "jose"
-import { Agent, type Dispatcher } from "undici"
+import { Agent, Dispatcher1Wrapper, type Dispatcher } from "undici"
 import { PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { CALLER_HEADER } from "../contract/Headers.js"
 import { TRACEPARENT_HEADER } from "../contract/TraceParent.js"
@@ -58,53 +56,6 @@ const withHostHeader = (headers: Dispatcher.DispatchOptions["headers"], hostname
   return { ...(headers as Record<string, string>), host: hostname }
 }
 
-/**
- * The handler a fetch gives a dispatcher in the protocol of the undici bundled with Node up to
- * 7.x: the package's dispatchers (8.x) take only the newer one (`onRequestStart`, `onResponseStart`...).
- */
-interface BundledFetchHandler {
-  onConnect?(abort: (reason?: Error) => void, context?: unknown): void
-  onResponseStarted?(): void
-  onHeaders?(statusCode: number, rawHeaders: Array<Buffer>, resume: () => void, statusText: string): boolean
-  onData?(chunk: Buffer): boolean
-  onComplete?(rawTrailers: Array<Buffer>): void
-  onError?(error: Error): void
-  onUpgrade?(statusCode: number, rawHeaders: Array<Buffer>, socket: Duplex): void
-  onBodySent?(chunk: Buffer): void
-  onRequestSent?(): void
-}
-
-/** Header lines as the older protocol has them, `[name, value, name, value...]`: the raw ones when the client kept them. */
-const rawLines = (raw: Dispatcher.DispatchController["rawHeaders"], parsed: IncomingHttpHeaders): Array<Buffer> => {
-  if (Array.isArray(raw)) return (raw as Array<Buffer | string>).map((line) => (typeof line === "string" ? Buffer.from(line, "latin1") : line))
-  const lines: Array<Buffer> = []
-  for (const [name, value] of Object.entries(parsed)) {
-    for (const one of Array.isArray(value) ? value : [value ?? ""]) lines.push(Buffer.from(name, "latin1"), Buffer.from(one, "latin1"))
-  }
-  return lines
-}
-
-/** `handler` as the package's dispatchers take it: as it is when it speaks their protocol already. */
-const newerProtocol = (handler: Dispatcher.DispatchHandler | BundledFetchHandler): Dispatcher.DispatchHandler => {
-  if ("onRequestStart" in handler || !("onHeaders" in handler)) return handler as Dispatcher.DispatchHandler
-  const older = handler as BundledFetchHandler
-  return {
-    onRequestStart: (controller, context) => older.onConnect?.((reason) => controller.abort(reason ?? new Error("aborted")), context),
-    onResponseStarted: () => older.onResponseStarted?.(),
-    onResponseStart: (controller, statusCode, headers, statusMessage) => {
-      if (older.onHeaders?.(statusCode, rawLines(controller.rawHeaders, headers), () => controller.resume(), statusMessage ?? "") === false) controller.pause()
-    },
-    onResponseData: (controller, chunk) => {
-      if (older.onData?.(chunk) === false) controller.pause()
-    },
-    onResponseEnd: (controller, trailers) => older.onComplete?.(rawLines(controller.rawTrailers, trailers)),
-    onResponseError: (_controller, error) => older.onError?.(error),
-    onRequestUpgrade: (controller, statusCode, headers, socket) => older.onUpgrade?.(statusCode, rawLines(controller.rawHeaders, headers), socket),
-    ...(older.onBodySent === undefined ? {} : { onBodySent: (chunk: Buffer) => older.onBodySent?.(chunk) }),
-    ...(older.onRequestSent === undefined ? {} : { onRequestSent: () => older.onRequestSent?.() })
-  }
-}
-
 /** One connection pool for the calls that name a hostname (made on the first); a view of it per hostname that sets `Host`. */
 const hostDispatchers = () => {
   let agent: Agent | undefined
@@ -114,8 +65,8 @@ const hostDispatchers = () => {
     if (dispatcher === undefined) {
       agent ??= new Agent()
       const withHost: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
-        dispatch({ ...options, headers: withHostHeader(options.headers, hostname) }, newerProtocol(handler))
-      dispatcher = agent.compose(withHost) as unknown as FetchDispatcher
+        dispatch({ ...options, headers: withHostHeader(options.headers, hostname) }, handler)
+      dispatcher = new Dispatcher1Wrapper(agent.compose(withHost)) as unknown as FetchDispatcher
       byHostname.set(hostname, dispatcher)
     }
     return dispatcher
