@@ -214,9 +214,9 @@ describe("parseAddress", () => {
     "rejects any id with a character outside the set",
     [
       nameOf(8),
-      fc.string({ maxLength: 100 }),
+      fc.string({ maxLength: 100, edgeCases: true }),
       fc.string({ minLength: 1, maxLength: 1, unit: "binary" }).pipe(Arbitrary.filter((bad) => !ALLOWED.includes(bad) && bad !== "/" && bad !== "?")),
-      fc.string({ maxLength: 100 })
+      fc.string({ maxLength: 100, edgeCases: true })
     ],
     ([ns, before, bad, after]) => {
       const id = (before + bad + after).replace(/[/?]/g, "")

@@ -5,7 +5,7 @@ import type { ListedWorker, PlacementAnswer } from "../../src/inspect/Answers.js
 import { type ExplainInput, explainResolve, placementOdds, type PlacementOutcome } from "../../src/inspect/Explain.js"
 import type { WorkerRecord } from "../../src/registry/Domain.js"
 import { byWorkerId, type Candidate, choosePlacement, isPlaceable, rendezvousScore } from "../../src/registry/Placement.js"
-import * as fc from "../serving/Arbitraries.js"
+import * as fc from "../support/Arbitraries.js"
 
 const NOW = 1_764_452_669_741
 const LEASE_MS = 15_000 // min lease left: 5000

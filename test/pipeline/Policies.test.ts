@@ -33,7 +33,7 @@ const policies: Record<string, Schedule.Schedule<unknown, { readonly _tag: strin
 describe("retry policies", () => {
   it("retryAfterFailure retries exactly as Effect.retry, for any outcomes and policy", () =>
     fc.assertProperty(
-      [fc.array(fc.constantFrom("StaleResolve", "RefusedBy", "Other"), { maxLength: 6 }), fc.constantFrom(...Object.keys(policies))],
+      fc.tuple(fc.array(fc.constantFrom("StaleResolve", "RefusedBy", "Other"), { maxLength: 6 }), fc.constantFrom(...Object.keys(policies))),
       ([failures, name]) => {
         const policy = policies[name]!
         const viaRetry = scripted(failures)

@@ -2,7 +2,7 @@
 // midpoint, carried on by the monotonic clock, the wall clock only compared.
 import { describe, expect, it } from "@effect/vitest"
 import { readClock, sampleOf } from "../../src/registry/ClockReading.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const bounds = { maxOffsetMs: 1000, staleMs: 6000 }
 const T = 1_800_000_000_000

@@ -11,7 +11,7 @@ import {
   servesHostname,
   type Binding
 } from "../../src/registry/Hostnames.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const LEASE = 15_000
 const NOW = 1_800_000_000_000

@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { RegistryPolicy, ResolveQuery } from "../../src/registry/Domain.js"
 import { applyUpdates, candidatesOf, emptyView, propose, type ViewRecord } from "../../src/registry/MembershipView.js"
 import { choosePlacement } from "../../src/registry/Placement.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const policy: RegistryPolicy = { leaseMs: 15_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 15_000 }
 

@@ -13,7 +13,7 @@ import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory
 import { bindingKey } from "../../src/registry/Hostnames.js"
 import { naiveResolve, type NaiveAnswer } from "../support/NaiveResolution.js"
 import { redisBackend, useRedis, useRedisCluster, wipeBucket } from "../support/RedisBackend.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const BUCKETS = 3
 const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }
@@ -252,7 +252,7 @@ const MODES = [
  * How far the runs reach. `npm run test:deep` (PINBOARD_DEEP=1, not in CI): 1,000 sequences of 50
  * to 400 steps per layer and mode. CI: 75 of 20 to 100, about the steps of the 300 short runs
  * before. `size: "max"` draws lengths over the whole range (fast-check's default size kept
- * arrays near 20 whatever maxLength said; Arbitraries.ts keeps that default).
+ * arrays near 20 whatever maxLength said; test/support/Arbitraries.ts keeps that default).
  */
 const DEEP = process.env.PINBOARD_DEEP === "1"
 const REACH = DEEP ? { numRuns: 1000, minLength: 50, maxLength: 400 } : { numRuns: 75, minLength: 20, maxLength: 100 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { RegistryPolicy, WorkerRecord } from "../../src/registry/Domain.js"
 import { byWorkerId, choosePlacement, isPlaceable, rendezvousPick as pick, rendezvousScore, type Candidate } from "../../src/registry/Placement.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const candidates = Gen.map(
   Gen.uniqueArray(Gen.record({ worker: Gen.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/), headroom: Gen.double({ min: 0, max: 1000 }) }), {

@@ -30,7 +30,7 @@ import {
   type ProposalReply,
   type ViewPayload
 } from "../../src/registry/RedisWire.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 // --- resolve.lua's replies, written as the script writes them ---------------------------
 

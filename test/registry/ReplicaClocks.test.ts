@@ -21,7 +21,7 @@ import { makeSampledClock } from "../../src/registry/RegistryClock.js"
 import { backendSubjects, useRedis, type BackendSubject } from "../support/RedisBackend.js"
 import { skewedClock } from "../support/SkewedClock.js"
 import { scaled } from "../support/Time.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const LEASE_MS = 3000
 const MAX_OFFSET_MS = 1000
@@ -214,7 +214,7 @@ describe.each(subjects)("two replicas, their wall clocks apart, one registry (%s
         // No new run starts after the time limit (fast-check's interruptAfterTimeLimit): the runs so far count.
         const deadline = performance.now() + scaled(60_000)
         let runs = 0
-        yield* Gen.checkEffect(
+        yield* Gen.assertEffect(
           Gen.array(step, { minLength: 40, maxLength: 160 }),
           (steps) =>
             Effect.suspend(() => {

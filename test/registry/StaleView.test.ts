@@ -17,7 +17,7 @@ import { makeRedisViews, type RedisViews } from "../../src/registry/RedisView.js
 import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
 import { useRedis } from "../support/RedisBackend.js"
 import { scaled } from "../support/Time.js"
-import * as Gen from "./Arbitraries.js"
+import * as Gen from "../support/Arbitraries.js"
 
 const BUCKETS = 3
 const policy: RegistryPolicy = { leaseMs: 3000, balanceFactor: 1.25, nackThreshold: 2, nackWindowMs: 3000 }

@@ -10,7 +10,7 @@
 //   - a heartbeat that reaches the registry after the lease lapsed is answered 410, and the
 //     worker registers again holding nothing.
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitrary, Clock, Effect, Exit, Result, Schema, Scope } from "effect"
+import { Arbitrary, Clock, Effect, Exit, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
@@ -18,6 +18,7 @@ import { makeRegistry, type RegistryService } from "../../src/registry/Registry.
 import { Activations, type Refusal } from "../../src/worker/Activations.js"
 import { keepLease, type Lease } from "../../src/worker/Lease.js"
 import type { RegistryClient } from "../../src/worker/RegistryClient.js"
+import * as fc from "../support/Arbitraries.js"
 import { scaled } from "../support/Time.js"
 import { flush } from "../support/Turns.js"
 
@@ -42,46 +43,27 @@ type Step =
   | { readonly op: "wipe"; readonly bucket: number }
   | { readonly op: "sweep" }
 
-const integer = (minimum: number, maximum: number): Arbitrary.Arbitrary<number> =>
-  Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
-const oneOf = <const A extends ReadonlyArray<string>>(...values: A): Arbitrary.Arbitrary<A[number]> => Arbitrary.schema(Schema.Literals(values))
-
-/** One of `choices`, each as likely as its weight says (a literal's pick is uniform, where an integer's leans to the ends). */
-const weighted = <A>(...choices: ReadonlyArray<{ readonly arbitrary: Arbitrary.Arbitrary<A>; readonly weight: number }>): Arbitrary.Arbitrary<A> => {
-  const total = choices.reduce((sum, { weight }) => sum + weight, 0)
-  const picks = Arbitrary.schema(Schema.Literals(Array.from({ length: total }, (_, n) => n)))
-  return Arbitrary.flatMap(picks, (n) => {
-    for (const { arbitrary, weight } of choices) {
-      if (n < weight) return arbitrary
-      n -= weight
-    }
-    return choices.at(-1)!.arbitrary
-  })
-}
-const equally = <A>(...arbitraries: ReadonlyArray<Arbitrary.Arbitrary<A>>): Arbitrary.Arbitrary<A> =>
-  weighted(...arbitraries.map((arbitrary) => ({ arbitrary, weight: 1 })))
-
-const worker = oneOf(...WORKERS)
-const step: Arbitrary.Arbitrary<Step> = weighted<Step>(
-  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("advance"), ms: equally(integer(1, 1200), integer(1, 2 * LEASE_MS)) }), weight: 8 },
-  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("request"), id: oneOf(...IDS), affinity: oneOf("10.0.0.1", "10.0.0.2", "10.0.0.3") }), weight: 8 },
+const worker = fc.constantFrom(...WORKERS)
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { arbitrary: fc.record({ op: fc.constant("advance"), ms: fc.oneof(fc.integer({ min: 1, max: 1200 }), fc.integer({ min: 1, max: 2 * LEASE_MS })) }), weight: 8 },
+  { arbitrary: fc.record({ op: fc.constant("request"), id: fc.constantFrom(...IDS), affinity: fc.constantFrom("10.0.0.1", "10.0.0.2", "10.0.0.3") }), weight: 8 },
   {
-    arbitrary: Arbitrary.all({
-      op: Arbitrary.Constant("link"),
+    arbitrary: fc.record({
+      op: fc.constant("link"),
       worker,
-      link: equally<Link>(
-        Arbitrary.Constant({ state: "up" }),
-        Arbitrary.Constant({ state: "down" }),
-        Arbitrary.map(integer(1, 2 * LEASE_MS), (delayMs): Link => ({ state: "slow", delayMs }))
+      link: fc.oneof(
+        fc.constant<Link>({ state: "up" }),
+        fc.constant<Link>({ state: "down" }),
+        fc.map(fc.integer({ min: 1, max: 2 * LEASE_MS }), (delayMs): Link => ({ state: "slow", delayMs }))
       )
     }),
     weight: 5
   },
-  { arbitrary: Arbitrary.all({ op: oneOf("crash", "stop"), worker }), weight: 1 },
-  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("start"), worker }), weight: 2 },
-  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("idle"), worker }), weight: 2 },
-  { arbitrary: Arbitrary.all({ op: Arbitrary.Constant("wipe"), bucket: integer(0, BUCKETS - 1) }), weight: 1 },
-  { arbitrary: Arbitrary.Constant({ op: "sweep" }), weight: 1 }
+  { arbitrary: fc.record({ op: fc.constantFrom("crash", "stop"), worker }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant("start"), worker }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant("idle"), worker }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant("wipe"), bucket: fc.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
+  { arbitrary: fc.constant({ op: "sweep" }), weight: 1 }
 )
 
 /** What the runs covered, printed after them and required to be more than nothing. */
@@ -373,22 +355,22 @@ describe("time as a property: lease keeper, activations and registry together", 
         const deadline = performance.now() + scaled(RUNS.seconds * 1000)
         let runs = 0
         let interrupted = false
-        const result = yield* Arbitrary.checkEffect(
+        yield* fc.assertEffect(
           Arbitrary.array(step, { minLength: 10, maxLength: RUNS.maxLength }),
           (steps) =>
             Effect.suspend(() => {
               if (performance.now() > deadline) {
                 interrupted = true
-                return Effect.succeed(true)
+                return Effect.void
               }
               runs++
               // A failed expectation is a defect: as the property's failure, it is shrunk and reported with the steps.
-              return Effect.scoped(runSteps(steps)).pipe(Effect.as(true), Effect.catchDefect(Effect.fail))
+              return Effect.scoped(runSteps(steps))
             }),
-          // The size grows with the runs, from 0 to this: every run but the first may take up to maxLength steps.
+          // The size grows with the runs, from 0 to this (Effect's own array, not fc.array, grows with it):
+          // every run but the first may take up to maxLength steps.
           { runs: RUNS.numRuns, size: RUNS.maxLength * (RUNS.numRuns - 1) }
         )
-        if (result._tag !== "Passed") throw new Error(Arbitrary.formatCheckFailure(result))
         console.log(`time property: ${runs} runs of up to ${RUNS.maxLength} steps${interrupted ? " (time budget reached)" : ""}; ${[...seen].sort((a, b) => b[1] - a[1]).map(([what, n]) => `${what} ${n}`).join(", ")}`)
         expect(runs).toBeGreaterThanOrEqual(MIN_RUNS)
         // The runs reached what they are about.
