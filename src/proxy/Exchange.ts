@@ -159,6 +159,8 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     // A refusal's body is read and dropped, under the idle limit like any body.
     if (this.refused) this.startLimit("idle", this.forward.limits.bodyIdleMs)
     else this.answered(statusCode, headers)
+    // Last: the waiting fiber resumes inside this call and reads what `answered` set.
+    this.advance(Phase.Headers)
   }
 
   /** Body data: a refusal's is dropped; a relayed body's goes to `relay`. */
@@ -179,11 +181,10 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   /** The body is over; a chunked body's trailers came with it (undici reads them, none: `{}`). */
   protected relayEnd(_trailers: IncomingHttpHeaders): void {}
 
-  /** The worker's headers are in: the header limit is met. */
+  /** The worker's headers are in: the header limit is met and the connection settled. */
   protected headersIn(): void {
     this.timer.cancel()
     this.settle()
-    this.advance(Phase.Headers)
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {

@@ -7,7 +7,7 @@ import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { Dispatcher } from "undici"
 import { ClientAborted } from "../Errors.js"
-import { awaitHeaders, Exchange, type Outbound, type SendError } from "./Exchange.js"
+import { awaitHeaders, Exchange, Phase, type Outbound, type SendError } from "./Exchange.js"
 import type { ForwardContextService } from "./ForwardContext.js"
 import { TUNNEL_KEEPALIVE_MS } from "./Limits.js"
 import { isPinboardHeader } from "../contract/Headers.js"
@@ -35,6 +35,7 @@ class UpgradeExchange extends Exchange {
     this.headers = headers
     this.socket = socket
     this.headersIn()
+    this.advance(Phase.Headers)
   }
 
   /** A non-101 answer: its status line is relayed. */

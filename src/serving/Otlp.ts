@@ -25,8 +25,33 @@ export interface OtlpResource {
   readonly attributes?: Record<string, unknown>
 }
 
+/** OTLP's span status codes (opentelemetry-proto trace.proto). */
+const STATUS_UNSET = 0
+const STATUS_OK = 1
+
+/**
+ * OTLP/HTTP JSON, with a span that ended without an error marked `OK` (docs/operations.md
+ * "Traces"): Effect's exporter leaves it `Unset`, and Pinboard's spans have always said `OK`.
+ */
+const jsonWithOkSpans = Layer.effect(
+  OtlpSerialization.OtlpSerialization,
+  Effect.gen(function* () {
+    const json = yield* OtlpSerialization.OtlpSerialization
+    const markOk = (data: OtlpTracer.TraceData): OtlpTracer.TraceData => ({
+      resourceSpans: data.resourceSpans.map((resourceSpan) => ({
+        ...resourceSpan,
+        scopeSpans: resourceSpan.scopeSpans.map((scopeSpan) => ({
+          ...scopeSpan,
+          spans: scopeSpan.spans.map((span) => (span.status.code === STATUS_UNSET ? { ...span, status: { ...span.status, code: STATUS_OK } } : span))
+        }))
+      }))
+    })
+    return { ...json, traces: (data: OtlpTracer.TraceData) => json.traces(markOk(data)) }
+  })
+).pipe(Layer.provide(OtlpSerialization.layerJson))
+
 export const makeOtlpTracer = (endpoint: string, resource: OtlpResource): Effect.Effect<Tracer.Tracer, never, Scope.Scope> =>
   OtlpTracer.make({ url: tracesUrl(endpoint), resource }).pipe(
     // The exporter registers with a Flusher (nobody here flushes on demand: the scope's close sends the rest).
-    Effect.provide(Layer.mergeAll(FetchHttpClient.layer, OtlpSerialization.layerJson, OtlpExporter.layerFlusher))
+    Effect.provide(Layer.mergeAll(FetchHttpClient.layer, jsonWithOkSpans, OtlpExporter.layerFlusher))
   )

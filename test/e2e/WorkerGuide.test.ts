@@ -1,10 +1,10 @@
 // docs/worker.md followed from a fresh clone: the checkout built by `npm pack` (its `prepare`
-// script), the tarball installed in a new ES module project with tsx, the counter example
-// written exactly as the guide shows it (the code block is read from the guide, so the two
-// cannot drift) and type-checked, Pinboard and the worker started with the guide's commands,
-// the cold start met, then the counter's answers (405 with Allow, HEAD from GET included),
-// and both processes stopped by SIGTERM with their JSON log lines. Every command the test runs
-// is checked to appear in the guide word for word.
+// script), the tarball installed in a new ES module project, the counter example written
+// exactly as the guide shows it (the code block is read from the guide, so the two cannot
+// drift) and type-checked, Pinboard and the worker (Node running counter.ts as it is) started
+// with the guide's commands, the cold start met, then the counter's answers (405 with Allow,
+// HEAD from GET included), and both processes stopped by SIGINT (Ctrl-C) with their JSON log
+// lines. Every command the test runs is checked to appear in the guide word for word.
 //
 // What it does not follow literally: the clone is of the current commit (uncommitted changes
 // are not in it), and its `npm ci` is the repository's own node_modules linked in (the same
@@ -66,7 +66,7 @@ const dir = mkdtempSync(join(tmpdir(), "pinboard-guide-"))
 const spawned: Array<Spawned> = []
 
 afterAll(async () => {
-  // Each runs in a process group of its own (npx, then tsx, then node): the group goes.
+  // Each runs in a process group of its own (Pinboard's: npx, then node): the group goes.
   for (const process of spawned) {
     if (process.alive()) killPid(-process.pid, "SIGKILL")
     await process.exited
@@ -97,7 +97,7 @@ describe("docs/worker.md, followed from a fresh clone", () => {
       const app = join(dir, "counter")
       timings["app set-up"] = (await sh(dir, "mkdir counter && cd counter", 5_000)).ms
       timings["npm init"] = (await sh(app, "npm init -y && npm pkg set type=module", 30_000)).ms
-      timings["npm install"] = (await sh(app, "npm install ../pinboard/pinboard-0.1.0.tgz tsx", 120_000)).ms
+      timings["npm install"] = (await sh(app, "npm install ../pinboard/pinboard-0.1.0.tgz", 120_000)).ms
       expect(guide).toContain("Save this as `counter.ts`")
       writeFileSync(join(app, "counter.ts"), counterSource())
 
@@ -124,7 +124,7 @@ describe("docs/worker.md, followed from a fresh clone", () => {
         PINBOARD_HOST: "127.0.0.1"
       })
       await waitForMessage(pinboard, `pinboard listening on http://127.0.0.1:${pinboardPort}`, 20_000)
-      const worker = start(app, "PINBOARD_TOKEN=dev-token npx tsx counter.ts", {
+      const worker = start(app, "PINBOARD_TOKEN=dev-token node counter.ts", {
         PINBOARD_TOKEN: TOKEN,
         PINBOARD_URL: `http://127.0.0.1:${pinboardPort}`,
         WORKER_PORT: String(workerPort)
@@ -165,15 +165,15 @@ describe("docs/worker.md, followed from a fresh clone", () => {
       expect([wrongMethod.status, wrongMethod.headers.get("allow"), await wrongMethod.text()]).toEqual([405, "POST", '{"error":"method not allowed"}'])
       timings["run: start to answers"] = Math.round(performance.now() - runStarted)
 
-      // Ctrl-C, as a terminal sends it: SIGINT to the whole process group (npx, tsx, node);
-      // each stops gracefully and says so.
+      // Ctrl-C, as a terminal sends it: SIGINT to the whole process group (the worker's node;
+      // Pinboard's npx and node); each stops gracefully and says so.
       documented("Ctrl-C\nstops either process gracefully")
       killPid(-worker.pid, "SIGINT")
       await waitForMessage(worker, "worker stopped", 20_000)
-      // npx ends by the signal it was sent (npm re-raises it) once the worker has exited.
       await worker.exited
       killPid(-pinboard.pid, "SIGINT")
       await waitForMessage(pinboard, "pinboard stopped", 20_000)
+      // npx ends by the signal it was sent (npm re-raises it) once Pinboard has exited.
       await pinboard.exited
 
       // Both wrote Pinboard's JSON lines: time, level and message first.
