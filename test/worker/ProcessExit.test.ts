@@ -77,6 +77,13 @@ ${body}
 }
 
 describe("a process using the worker library", () => {
+  /** stop() returned, nothing held the process open past it, and it exited 0 by itself. */
+  const expectStoppedAndExited = ({ exit, lines }: { exit: unknown; lines: ReadonlyArray<string> }): void => {
+    expect(lines).toContain("stop returned")
+    expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
+    expect(exit).toEqual({ code: 0, signal: null })
+  }
+
   it("exits by itself once stop() has returned: registered, heartbeating, activations with background tasks", async () => {
     const { exit, lines } = await run(
       "registered",
@@ -93,10 +100,8 @@ await worker.stop()
 console.log("activations: " + worker.activations.size)
 stopped()`
     )
-    expect(lines).toContain("stop returned")
     expect(lines).toContain("activations: 0")
-    expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
-    expect(exit).toEqual({ code: 0, signal: null })
+    expectStoppedAndExited({ exit, lines })
   }, scaled(PROCESS_MS))
 
   it("exits by itself once stop() has returned while the registration was still being retried", async () => {
@@ -109,9 +114,7 @@ await worker.stop()
 stopped()`
     )
     expect(lines).toContain("register failed")
-    expect(lines).toContain("stop returned")
-    expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
-    expect(exit).toEqual({ code: 0, signal: null })
+    expectStoppedAndExited({ exit, lines })
   }, scaled(PROCESS_MS))
 
   it("exits by itself once stop() has returned, with traces exported to a collector that is not there", async () => {
@@ -122,9 +125,7 @@ await worker.registered()
 await worker.stop()
 stopped()`
     )
-    expect(lines).toContain("stop returned")
-    expect(lines.filter((line) => line.startsWith("still alive"))).toEqual([])
-    expect(exit).toEqual({ code: 0, signal: null })
+    expectStoppedAndExited({ exit, lines })
   }, scaled(PROCESS_MS))
 
   it("keeps running while its worker serves, and stops and exits 0 on SIGTERM", async () => {
