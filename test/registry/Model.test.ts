@@ -70,6 +70,21 @@ describe("the bucket's first use and its epochs", () => {
     expect(placedOn(state, WARM, "a").isNew).toBe(true)
   })
 
+  it("a heartbeat, tag, wind-down or resolve that comes first is the first use: the cold start runs from it", () => {
+    const firstUses: ReadonlyArray<[string, (state: Model.BucketState) => unknown]> = [
+      ["heartbeat", (state) => Model.heartbeat(state, T0, beat("w1"), policy)],
+      ["tag", (state) => Model.tag(state, T0, key("a"), "1", "owner")],
+      ["wind-down", (state) => Model.beginWindDown(state, T0, key("a"), "1", policy)],
+      ["resolve", (state) => Model.resolve(state, T0, query("a"), policy)]
+    ]
+    for (const [operation, firstUse] of firstUses) {
+      const state = Model.emptyBucket()
+      firstUse(state)
+      Model.register(state, WARM - 1, registration("w1"), policy)
+      expect(Model.resolve(state, WARM, query("a"), policy)._tag, `first use: ${operation}`).toBe("Placed")
+    }
+  })
+
   it("the first epoch is the time followed by six zeros; then one more each, never below the clock's floor", () => {
     const state = warmBucket(registration("w1"))
     expect(placedOn(state, WARM, "a").epoch).toBe(`${WARM}000000`)
