@@ -224,10 +224,10 @@ const WORKERS_PAGE = 256
 
 const allWorkers = (backend: RegistryBackend, at: number): Effect.Effect<ReadonlyArray<WorkerView>, RegistryUnavailable> =>
   Effect.gen(function* () {
-    let workers: ReadonlyArray<WorkerView> = []
+    const workers: Array<WorkerView> = []
     for (;;) {
       const page = yield* backend.workers(at, workers.at(-1)?.worker ?? "", WORKERS_PAGE)
-      workers = [...workers, ...page]
+      workers.push(...page)
       if (page.length < WORKERS_PAGE) return workers
     }
   })

@@ -87,12 +87,13 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
         return received - sent <= (maxOffsetMs / 2) * 1000 ? sampleOf(sent, received, Math.round(registryMs * 1000)) : undefined
       })
     })
+    /** The first good sample of up to TRIES_PER_ROUND tries, or undefined. */
     const firstGood = Effect.gen(function* () {
       let fresh: ClockSample | undefined
       for (let tries = 0; fresh === undefined && tries < TRIES_PER_ROUND; tries++) {
         fresh = yield* tryOnce.pipe(Effect.orElseSucceed(() => undefined))
       }
-      return { fresh }
+      return fresh
     })
 
     const readNow = () => readClock(sample, monotonicMicros(clock), clock.currentTimeMillisUnsafe(), bounds)
@@ -100,7 +101,7 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
 
     /** One round: a fresh sample if one comes; logs and counts a change of state. Answers the wait before the next. */
     const round = Effect.gen(function* () {
-      const { fresh } = yield* firstGood
+      const fresh = yield* firstGood
       if (fresh !== undefined) {
         const movedMs = sample === undefined ? 0 : (fresh.registryMicros - carriedOn(sample, fresh.monotonicMicros)) / 1000
         if (Math.abs(movedMs) > maxOffsetMs) {
