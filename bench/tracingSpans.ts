@@ -11,7 +11,8 @@
 import type { IncomingMessage } from "node:http"
 import { Effect, Exit, Scheduler, Scope } from "effect"
 import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
-import type { ExchangeFacts } from "../src/observe/Exchange.js"
+import { exchangeObserver, type ExchangeFacts } from "../src/observe/Exchange.js"
+import { metricsOff } from "../src/observe/Metrics.js"
 import { makeTracing, tracingOff, type TracingService } from "../src/observe/Tracing.js"
 import type { Placement } from "../src/registry/Registry.js"
 import { spawnProcess } from "../test/support/Processes.js"
@@ -31,6 +32,9 @@ const PLACEMENT: Placement = { env: "", worker: "w1", advertiseUrl: "http://w1.t
 
 const io = <A>(value: A): Effect.Effect<A> => Effect.callback<A>((resume) => void setImmediate(() => resume(Effect.succeed(value))))
 
+/** No metrics and no access log: what the observer records is the span alone. */
+const NOT_RECORDING = exchangeObserver(metricsOff, { metrics: false, accessLog: false }, () => "127.0.0.1")
+
 const fakeRequest = (traceparent: string | undefined) => {
   const req = { method: "GET", headers: traceparent === undefined ? {} : { traceparent } } as unknown as IncomingMessage
   return req
@@ -42,14 +46,15 @@ const fakeRequest = (traceparent: string | undefined) => {
  */
 const requestOf = (tracing: TracingService, traceparent: string | undefined) => () => {
   const req = fakeRequest(traceparent)
-  return tracing.request(req, (span) => {
+  return tracing.request(req, NOT_RECORDING, (observer) => {
+    const observed = observer.upgrade(req)
     const answer = Effect.flatMap(tracing.resolve(io(PLACEMENT)), (placement) =>
       Effect.as(
         tracing.forward(placement, (sent) => io(sent)),
         { namespace: "/threads", id: "t1", worker: placement.worker, epoch: placement.epoch, upgradeStatus: undefined, client: "127.0.0.1" } satisfies ExchangeFacts
       )
     )
-    return Effect.map(answer, (facts) => span.end(facts, undefined, 200, "127.0.0.1"))
+    return Effect.map(answer, (facts) => observed(facts, undefined, 200))
   })
 }
 

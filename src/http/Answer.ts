@@ -3,7 +3,6 @@
 // closes, the status the client was sent, for the exchange's observer (observe/Exchange.ts).
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, Effect, Result } from "effect"
-import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { type CatalogueError, internalError, type Reply } from "../Errors.js"
 import { NO_FACTS, type ExchangeFacts, type OwnAnswer } from "../observe/Exchange.js"
 import type { InstanceOutcome } from "../pipeline/Pipeline.js"
@@ -84,25 +83,3 @@ interface RefusedBeforePipeline extends ExchangeFacts {
 export type Outcome = InstanceOutcome | RefusedBeforePipeline
 
 export const refusedOutcome = (error: MessageError): Effect.Effect<RefusedBeforePipeline> => Effect.succeed({ ...NO_FACTS, failure: Cause.fail(error) })
-
-/**
- * The status the client was sent, taken when the response closes: a reply written after the
- * client left never reached it (499). `then` runs once both the close and the answer are in.
- */
-export class ClosedStatus {
-  private status: number | undefined = undefined
-  private waiting: ((status: number) => void) | undefined = undefined
-
-  constructor(res: ServerResponse) {
-    res.once("close", () => {
-      this.status = res.headersSent ? res.statusCode : CLIENT_CLOSED
-      this.waiting?.(this.status)
-    })
-  }
-
-  then(observe: (status: number) => void): void {
-    if (this.status === undefined) this.waiting = observe
-    else observe(this.status)
-  }
-}
-

@@ -10,16 +10,16 @@ import { Context, Effect, Layer, Result, Scheduler, type Scope } from "effect"
 import { pathOf } from "../Address.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { AppConfig } from "../AppConfig.js"
-import { ConnectNotImplemented, MethodNotAllowed, type Reply, RouteNotFound } from "../Errors.js"
+import { ConnectNotImplemented, MethodNotAllowed, RouteNotFound } from "../Errors.js"
 import { InstancePipeline } from "../pipeline/Pipeline.js"
-import { exchangeObserver, NO_SPAN } from "../observe/Exchange.js"
+import { exchangeObserver } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
 import { Tracing } from "../observe/Tracing.js"
 import { ClientAddress } from "../pipeline/ClientAddress.js"
 import { InflightCap } from "../pipeline/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
-import { answerOutcome, ClosedStatus, type Outcome, refusedOutcome, respond } from "./Answer.js"
+import { answerOutcome, type Outcome, refusedOutcome, respond } from "./Answer.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
@@ -70,34 +70,32 @@ const serve = Effect.gen(function* () {
   const metrics = yield* Metrics
   const inflight = yield* InflightCap
   metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
-  const observer = exchangeObserver(metrics, config.log.access, (yield* ClientAddress).of)
+  const observer = exchangeObserver(metrics, { metrics: config.metrics.port !== undefined, accessLog: config.log.access }, (yield* ClientAddress).of)
 
   // An instance request is answered, then observed once its response is closed: counted,
   // logged and its span ended from the outcome's facts.
   const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) =>
-    tracing.request(req, (span) => {
-      const startedAt = performance.now()
-      const write = (reply: Reply) => writeReply(req, res, reply)
+    tracing.request(req, observer, (observing) => {
+      const observed = observing.http(req, res)
       const outcome: Effect.Effect<Outcome> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
-      if (observer.idle && span === NO_SPAN) return Effect.flatMap(outcome, (done) => answerOutcome(done, write))
-      const closed = new ClosedStatus(res)
       return Effect.flatMap(outcome, (done) =>
-        Effect.map(answerOutcome(done, write), (answer) =>
-          closed.then((status) => observer.finished(req, done, answer, status, startedAt, span))
+        Effect.map(
+          answerOutcome(done, (reply) => writeReply(req, res, reply)),
+          (answer) => observed(done, answer)
         )
       )
     })
 
   // An upgrade is observed when its answer is over: the tunnel open, or the bare status written.
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-    tracing.request(req, (span) => {
-      const startedAt = performance.now()
-      const write = (reply: Reply) => writeBareStatus(socket, reply)
+    tracing.request(req, observer, (observing) => {
+      const observed = observing.upgrade(req)
       const refused = messageError(req)
       const outcome: Effect.Effect<Outcome> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
       return Effect.flatMap(outcome, (done) =>
-        Effect.map(answerOutcome(done, write), (answer) =>
-          observer.finished(req, done, answer, done.upgradeStatus ?? answer?.status ?? CLIENT_CLOSED, startedAt, span)
+        Effect.map(
+          answerOutcome(done, (reply) => writeBareStatus(socket, reply)),
+          (answer) => observed(done, answer, done.upgradeStatus ?? answer?.status ?? CLIENT_CLOSED)
         )
       )
     })

@@ -10,7 +10,7 @@ import type { IncomingMessage } from "node:http"
 import { Clock, Context, Effect, Exit, Layer, Random, type Scope, Tracer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { formatTraceParent, parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
-import { NO_SPAN, type ExchangeFacts, type OwnAnswer, type RequestSpan } from "./Exchange.js"
+import type { ExchangeFacts, ExchangeObserver, OwnAnswer } from "./Exchange.js"
 import { makeOtlpTracer } from "../serving/Otlp.js"
 
 /** What a span says of a placement (the registry's Placement has these, and more). */
@@ -23,8 +23,12 @@ interface PlacementSeen {
 export interface TracingService {
   /** The server's request fibers, run with the OTLP tracer (on) or as they are (off). */
   readonly withTracer: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** Runs an instance request or upgrade in its span, which `answer` is given to end. */
-  readonly request: <A, E, R>(req: IncomingMessage, answer: (span: RequestSpan) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Runs an instance request or upgrade in its span: `answer` is given the observer that also ends it. */
+  readonly request: <A, E, R>(
+    req: IncomingMessage,
+    observer: ExchangeObserver,
+    answer: (observer: ExchangeObserver) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
   readonly resolve: <P extends PlacementSeen, E, R>(resolving: Effect.Effect<P, E, R>) => Effect.Effect<P, E, R>
   /** `send` gets the `traceparent` naming the forward span (undefined when the request is not traced). */
   readonly forward: <A, E, R>(placement: PlacementSeen, send: (traceparent: string | undefined) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -32,7 +36,7 @@ export interface TracingService {
 
 export const tracingOff: TracingService = {
   withTracer: (effect) => effect,
-  request: (_req, answer) => answer(NO_SPAN),
+  request: (_req, observer, answer) => answer(observer),
   resolve: (resolving) => resolving,
   forward: (_placement, send) => send(undefined)
 }
@@ -102,19 +106,19 @@ export const makeTracing = (endpoint: string, sampleRatio = 1): Effect.Effect<Tr
        * The request's span, continued from its `traceparent`. A caller that did not sample it is
        * left untraced, and so is a new trace that the ratio leaves out.
        */
-      request: (req, answer) => {
+      request: (req, observer, answer) => {
         const caller = parseTraceParent(req.headers[TRACEPARENT_HEADER])
-        if (caller !== undefined && !caller.sampled) return Effect.provideService(answer(NO_SPAN), requestTrace, CALLER_UNSAMPLED)
+        if (caller !== undefined && !caller.sampled) return Effect.provideService(answer(observer), requestTrace, CALLER_UNSAMPLED)
         const options = caller === undefined ? SERVER : { ...SERVER, parent: Tracer.externalSpan(caller) }
         const traced = Effect.flatMap(Effect.makeSpan("instance request", options), (span) => {
           span.attribute("http.request.method", req.method ?? "GET")
           // OpenTelemetry's spelling: "1.1", or "2" for a stream of an HTTP/2 connection.
           span.attribute("network.protocol.version", req.httpVersionMajor === 2 ? "2" : req.httpVersion)
-          return Effect.withParentSpan(answer({ end: (facts, own, status, client) => end(span, facts, own, status, client) }), span, NO_STACK)
+          return Effect.withParentSpan(answer(observer.withSpan({ end: (facts, own, status, client) => end(span, facts, own, status, client) })), span, NO_STACK)
         })
         if (caller !== undefined || sampleRatio === 1) return traced
         return Effect.flatMap(Random.next, (draw) =>
-          draw < sampleRatio ? traced : Effect.provideService(answer(NO_SPAN), requestTrace, { traced: false, passOn: unsampledTraceParent() })
+          draw < sampleRatio ? traced : Effect.provideService(answer(observer), requestTrace, { traced: false, passOn: unsampledTraceParent() })
         )
       },
       resolve: (resolving) =>

@@ -1,16 +1,10 @@
 // Resolve, inflight cap and forward (docs/proxy.md "Check order"), with the retries of
-// docs/proxy.md "Retries": the 5 s re-resolve and the re-place after an in-band refusal,
-// applied as the Schedules of Policies.ts. The same for HTTP and WebSocket upgrades: each
-// brings a Transport that sends to a placement and, once the worker's headers are in, finishes.
-import { Clock, Context, Data, Effect, Layer } from "effect"
-import {
-  BadGateway,
-  type ClientAborted,
-  type NoLiveBackends,
-  type UpstreamTimeout,
-  type WorkerAtCapacity,
-  WorkerRefusedActivation
-} from "../Errors.js"
+// docs/proxy.md "Retries": the 5 s re-resolve (Policies.ts's RE_RESOLVE, by `Effect.retry`) and
+// the one re-place after an in-band refusal. The same for HTTP and WebSocket upgrades: each
+// brings a Transport that sends to a placement. A delivery never fails: it returns what it
+// came to, the placement it was last sent to among it.
+import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
+import { BadGateway, type ClientAborted, type UpstreamTimeout, type WorkerAtCapacity, WorkerRefusedActivation } from "../Errors.js"
 import { Metrics, type MetricsService } from "../observe/Metrics.js"
 import { Tracing, type TracingService } from "../observe/Tracing.js"
 import type { SendError } from "../proxy/Exchange.js"
@@ -18,33 +12,41 @@ import type { StaleResolve } from "../proxy/Signals.js"
 import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
 import { monotonicMillis } from "../serving/Monotonic.js"
 import { InflightCap, type InflightCapService } from "./InflightCap.js"
-import { RE_RESOLVE, RE_RESOLVE_AFTER_MS, REFUSAL_RE_PLACE, retryAfterFailure } from "./Policies.js"
-import { afterStep } from "./steps/AfterStep.js"
+import { RE_RESOLVE, RE_RESOLVE_AFTER_MS } from "./Policies.js"
 import { resolvePlacement, type ResolveError } from "./steps/Resolve.js"
 
 export interface Transport<Sent> {
   /** Requests without a body and upgrades may be re-placed after a refusal: nothing is replayed. */
   readonly canRePlace: boolean
   /**
-   * Sends to the placement unless the clock is past `sendBy`; succeeds once the worker's
-   * headers are in. Calls `settled` once when they are, or when the send has ended without them.
-   * `traceparent`, when the request is traced, names the forward's span to the worker.
+   * Sends to the placement unless the monotonic clock is past `sendBy`; succeeds once the
+   * worker's headers are in. `traceparent`, when the request is traced, names the forward's span.
    */
-  readonly send: (placement: Placement, sendBy: number, settled: () => void, traceparent: string | undefined) => Effect.Effect<Sent, SendError>
-  /** What follows the headers (the tunnel); none: the exchange goes on by itself. */
-  readonly finish?: (sent: Sent) => Effect.Effect<void>
+  readonly send: (placement: Placement, sendBy: number, traceparent: string | undefined) => Effect.Effect<Sent, SendError>
 }
 
 export type DeliverError = ResolveError | WorkerAtCapacity | WorkerRefusedActivation | BadGateway | UpstreamTimeout | ClientAborted
 
-/** A refusal, once the placement is released and the worker's nack counted. */
-class RefusedBy extends Data.TaggedError("RefusedBy")<{ readonly worker: string }> {}
+/** What a delivery came to: the placement last sent to (if one was), and what was sent or why not. */
+export type Delivery<Sent> =
+  | { readonly placement: Placement; readonly sent: Sent; readonly failure: undefined }
+  | { readonly placement: Placement | undefined; readonly sent: undefined; readonly failure: Cause.Cause<DeliverError> }
 
-/** A send that may be reported stale, and a refusal not yet answered. */
+/** A refusal, once the placement is released and the worker's nack counted. */
+class RefusedBy extends Data.TaggedError("RefusedBy")<{}> {}
+
+/** Why an attempt did not deliver, before the retries have looked at it. */
 type AttemptError = Exclude<DeliverError, WorkerRefusedActivation> | StaleResolve | RefusedBy
 
-/** Succeeds with what `finish` gave, or with the exchange when there is no `finish`. */
-export type DeliverService = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<unknown, DeliverError>
+/** An attempt that did not deliver: why, and the placement it was sent to, if it got one. */
+export class Undelivered extends Data.TaggedError("Undelivered")<{ readonly why: AttemptError; readonly placement: Placement | undefined }> {}
+
+interface Attempted<Sent> {
+  readonly placement: Placement
+  readonly sent: Sent
+}
+
+export type DeliverService = <Sent>(request: ResolveRequest, transport: Transport<Sent>) => Effect.Effect<Delivery<Sent>>
 
 export class Deliver extends Context.Service<Deliver, DeliverService>()("pinboard/Deliver") {
   /** Resolves and sends are spans when traces are on (observe/Tracing.ts). */
@@ -57,12 +59,11 @@ export class Deliver extends Context.Service<Deliver, DeliverService>()("pinboar
   )
 }
 
-/** The placement's env: in hostname-aware mode the registry finds it from the pair's binding. */
-const release = (registry: RegistryService, request: ResolveRequest, placement: Placement) =>
-  Effect.ignore(registry.release({ env: placement.env, namespace: request.namespace, id: request.id }, placement.epoch))
+const undelivered = (why: AttemptError, placement: Placement | undefined) => new Undelivered({ why, placement })
 
-/** A send without a deadline is never stale: if it said so, that is a defect, not an answer. */
-const neverStale = (): Effect.Effect<never> => Effect.die(new Error("a send without a deadline was reported stale"))
+const isRefusal = (failure: Undelivered) => failure.why._tag === "RefusedBy"
+
+const noPlacement = (why: ResolveError) => undelivered(why, undefined)
 
 const makeDeliver = (
   registry: RegistryService,
@@ -71,59 +72,86 @@ const makeDeliver = (
   tracing: TracingService,
   metrics: MetricsService
 ): DeliverService => {
-  const resolve = (asked: ResolveRequest) => tracing.resolve(resolvePlacement(registry, asked))
+  /** The placement's env: in hostname-aware mode the registry finds it from the pair's binding. */
+  const release = (asked: ResolveRequest, placement: Placement) =>
+    Effect.ignore(registry.release({ env: placement.env, namespace: asked.namespace, id: asked.id }, placement.epoch))
 
-  return <Sent>(request: ResolveRequest, transport: Transport<Sent>) => {
-    /** The worker that refused the first placement, which the re-place excludes. */
-    let refusedBy: string | undefined
+  /** What a failed send means: releasing a new placement whose worker cannot be reached lets the client's retry re-place. */
+  const afterSendFailed = (asked: ResolveRequest, placement: Placement, error: SendError): Effect.Effect<AttemptError> => {
+    switch (error._tag) {
+      case "ConnectFailed":
+        return Effect.as(placement.isNew ? release(asked, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
+      case "Refused":
+        metrics.refusal()
+        return Effect.as(Effect.andThen(release(asked, placement), Effect.ignore(registry.nack(placement.worker))), new RefusedBy())
+      default:
+        return Effect.succeed(error)
+    }
+  }
 
-    // One resolve, inflight cap and send, stale `staleAfterMs` after the resolve was asked
-    // (Infinity: sent however late). Built as it is run, so `resolvedAt` is when it is asked.
-    const attempt = (asked: ResolveRequest, staleAfterMs: number): Effect.Effect<Sent, AttemptError> => {
+  /**
+   * One resolve, inflight slot and send, stale `staleAfterMs` after the resolve was asked
+   * (Infinity: sent however late). The attempt holds the worker's slot until the send ends.
+   */
+  const attempt = <Sent>(asked: ResolveRequest, transport: Transport<Sent>, staleAfterMs: number): Effect.Effect<Attempted<Sent>, Undelivered> =>
+    Effect.gen(function* () {
       const resolvedAt = now()
-      return Effect.flatMap(resolve(asked), (placement) => {
-        const worker = placement.worker
-        const sent = afterStep(cap.take(worker), () =>
-          tracing.forward(placement, (traceparent) => transport.send(placement, resolvedAt + staleAfterMs, () => cap.release(worker), traceparent))
+      const placement = yield* Effect.mapError(tracing.resolve(resolvePlacement(registry, asked)), noPlacement)
+      yield* Effect.mapError(cap.take(placement.worker), (full) => undelivered(full, placement))
+      const sent = yield* Effect.result(
+        Effect.ensuring(
+          tracing.forward(placement, (traceparent) => transport.send(placement, resolvedAt + staleAfterMs, traceparent)),
+          Effect.sync(() => cap.release(placement.worker))
         )
-        return Effect.catch(sent, (error): Effect.Effect<never, AttemptError> => {
-          switch (error._tag) {
-            // Releasing a new placement whose worker cannot be reached lets the client's retry re-place.
-            case "ConnectFailed":
-              return Effect.andThen(placement.isNew ? release(registry, request, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
-            case "Refused":
-              refusedBy = worker
-              metrics.refusal()
-              return Effect.andThen(
-                Effect.andThen(release(registry, request, placement), Effect.ignore(registry.nack(worker))),
-                new RefusedBy({ worker })
-              )
-            default:
-              return Effect.fail(error)
-          }
-        })
-      })
-    }
-
-    // A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent
-    // as is, by a step whose type has no StaleResolve.
-    const placeAndSend = (asked: ResolveRequest): Effect.Effect<Sent, Exclude<AttemptError, StaleResolve>> => {
-      const checked = () => attempt(asked, RE_RESOLVE_AFTER_MS)
-      return Effect.catchTag(retryAfterFailure(checked(), RE_RESOLVE, checked), "StaleResolve", () =>
-        Effect.catchTag(attempt(asked, Infinity), "StaleResolve", neverStale)
       )
-    }
-
-    // After a refusal, one re-place on another worker (REFUSAL_RE_PLACE); a second refusal,
-    // or no other worker, is the client's to retry.
-    const first = placeAndSend(request)
-    const placed = transport.canRePlace
-      ? retryAfterFailure(first, REFUSAL_RE_PLACE, () => placeAndSend({ ...request, excluded: [refusedBy!] }))
-      : first
-    const delivered: Effect.Effect<Sent, DeliverError> = Effect.catchTags(placed, {
-      RefusedBy: () => new WorkerRefusedActivation(),
-      NoLiveBackends: (error: NoLiveBackends) => (refusedBy === undefined ? Effect.fail(error) : new WorkerRefusedActivation())
+      if (sent._tag === "Success") return { placement, sent: sent.success }
+      return yield* undelivered(yield* afterSendFailed(asked, placement, sent.failure), placement)
     })
-    return transport.finish === undefined ? delivered : Effect.flatMap(delivered, transport.finish)
+
+  /** A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent however late. */
+  const placeAndSend = <Sent>(asked: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Attempted<Sent>, Undelivered> =>
+    attempt(asked, transport, RE_RESOLVE_AFTER_MS).pipe(
+      Effect.retry(RE_RESOLVE),
+      Effect.catchIf(
+        (failure) => failure.why._tag === "StaleResolve",
+        () => attempt(asked, transport, Infinity)
+      )
+    )
+
+  /**
+   * After a refusal, one re-place on another worker. A second refusal, or no other worker to
+   * re-place on, is `503 worker refused activation, retry`: the client's to retry.
+   */
+  const rePlace = <Sent>(request: ResolveRequest, transport: Transport<Sent>, refused: Undelivered) =>
+    Effect.catchIf(
+      placeAndSend({ ...request, excluded: [refused.placement!.worker] }, transport),
+      (failure) => isRefusal(failure) || failure.why._tag === "NoLiveBackends",
+      (failure) => undelivered(new RefusedBy(), failure.placement ?? refused.placement)
+    )
+
+  return <Sent>(request: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Delivery<Sent>> => {
+    const placed = transport.canRePlace ? Effect.catchIf(placeAndSend(request, transport), isRefusal, (refused) => rePlace(request, transport, refused)) : placeAndSend(request, transport)
+    return Effect.matchCause(placed, {
+      onSuccess: ({ placement, sent }): Delivery<Sent> => ({ placement, sent, failure: undefined }),
+      onFailure: (cause): Delivery<Sent> => {
+        const failed = Cause.findError(cause)
+        if (failed._tag === "Failure") return { placement: undefined, sent: undefined, failure: cause as Cause.Cause<never> }
+        const { why, placement } = failed.success
+        return { placement, sent: undefined, failure: answerOf(why) }
+      }
+    })
+  }
+}
+
+/** An attempt's error as the client is answered: a refusal left as the last word is the client's to retry. */
+const answerOf = (why: AttemptError): Cause.Cause<DeliverError> => {
+  switch (why._tag) {
+    case "RefusedBy":
+      return Cause.fail(new WorkerRefusedActivation())
+    case "StaleResolve":
+      // The last resolve is sent however late: a send without a deadline is never stale.
+      return Cause.die(new Error("a send without a deadline was reported stale"))
+    default:
+      return Cause.fail(why)
   }
 }

@@ -2,9 +2,9 @@
 //   id, attestation, depth, data-plane rule, hostname binding, caller scope,
 //   resolve, inflight cap, forward.
 // The first six admit the request; Deliver.ts runs the last three with their retries, over
-// HTTP (Forward.ts) or a WebSocket tunnel (Tunnel.ts). The pipeline is made once per
-// process from its services, so that a request pays for none of that. It never fails: its
-// outcome is the facts it learned and, when it did not deliver, why (http/Answer.ts answers it).
+// HTTP (Forward.ts) or a WebSocket tunnel (Tunnel.ts). A step that decides at once returns an
+// Exit, which `Effect.gen` continues without a turn of the fiber. The pipeline never fails: it
+// returns what the request came to (http/Answer.ts answers it, observe/Exchange.ts records it).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { type Cause, Context, Effect, Layer } from "effect"
@@ -12,14 +12,15 @@ import type { Address, AddressError } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { Auth, type AuthService } from "../auth/Auth.js"
 import type { CallerClaims } from "../auth/CallerToken.js"
-import type { ExchangeFacts } from "../observe/Exchange.js"
+import type { DepthExceeded, InsufficientScope } from "../Errors.js"
+import { NO_FACTS, type ExchangeFacts } from "../observe/Exchange.js"
 import type { Outbound } from "../proxy/Exchange.js"
 import { ForwardContext } from "../proxy/ForwardContext.js"
 import { sendRequest } from "../proxy/Forward.js"
 import { forwardRequestHeaders } from "../proxy/Headers.js"
 import { targetOf } from "../proxy/Target.js"
 import { openTunnel, sendUpgrade, type TunnelSet } from "../proxy/Tunnel.js"
-import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
+import { Registry, type Placement, type ResolveRequest } from "../registry/Registry.js"
 import { affinityOf } from "./Affinity.js"
 import { ClientAddress } from "./ClientAddress.js"
 import { Deliver, type DeliverError, type Transport } from "./Deliver.js"
@@ -29,8 +30,6 @@ import { admitByRule, type Principal, type RuleError } from "./steps/DataPlaneRu
 import { depthOf } from "./steps/Depth.js"
 import { bindingOf, type BindingError } from "./steps/HostnameBinding.js"
 import { readAddress } from "./steps/Id.js"
-import { afterStep } from "./steps/AfterStep.js"
-import type { DepthExceeded, InsufficientScope } from "../Errors.js"
 
 interface Admitted {
   readonly address: Address
@@ -41,50 +40,20 @@ interface Admitted {
   readonly hostname: string
 }
 
-type AdmitError = AddressError | AttestationError | DepthExceeded | RuleError | BindingError | InsufficientScope
+type AdmitError = AttestationError | DepthExceeded | RuleError | BindingError | InsufficientScope
 
-export type InstanceError = AdmitError | DeliverError
+export type InstanceError = AddressError | AdmitError | DeliverError
 
 /** What an instance request came to: the facts learned, and why it was not delivered, if it was not. */
 export interface InstanceOutcome extends ExchangeFacts {
   readonly failure: Cause.Cause<InstanceError> | undefined
 }
 
-/** An outcome as the pipeline learns it, step by step; nothing outside this module writes it. */
-class Learned implements InstanceOutcome {
-  namespace: string | undefined = undefined
-  id: string | undefined = undefined
-  worker: string | undefined = undefined
-  epoch: string | undefined = undefined
-  upgradeStatus: number | undefined = undefined
-  client: string | undefined = undefined
-  failure: Cause.Cause<InstanceError> | undefined = undefined
+/** An outcome and what was sent, when something was (an upgrade's exchange opens its tunnel). */
+interface Routed<Sent> {
+  readonly outcome: InstanceOutcome
+  readonly sent: Sent | undefined
 }
-
-/** The first six steps, in the order of docs/proxy.md "Check order"; `learned` gets the namespace and id. */
-const admit = (
-  auth: AuthService,
-  registry: RegistryService,
-  hostnameAware: boolean,
-  rawUrl: string,
-  headers: IncomingHttpHeaders,
-  learned: Learned
-): Effect.Effect<Admitted, AdmitError> =>
-  afterStep(readAddress(rawUrl), (address) => {
-    learned.namespace = address.namespace
-    learned.id = address.id
-    return afterStep(readCaller(auth, registry, headers), (caller) =>
-      afterStep(depthOf(caller), (depth) =>
-        afterStep(admitByRule(auth.rules, address.namespace, headers, caller), (admission) =>
-          afterStep(bindingOf(rawUrl, headers, hostnameAware), (hostname) =>
-            afterStep(checkCallerScope(admission, caller), () =>
-              Effect.succeed({ address, caller, depth, principal: admission.principal, hostname })
-            )
-          )
-        )
-      )
-    )
-  })
 
 const resolveRequestOf = (admitted: Admitted, affinity: string): ResolveRequest => ({
   // In hostname-aware mode the registry finds the env from the (hostname, namespace) binding.
@@ -107,14 +76,10 @@ const outboundOf = (
   req: IncomingMessage,
   client: string,
   admitted: Admitted,
-  learned: Learned,
   placement: Placement,
   sendBy: number,
-  settled: () => void,
   traceparent: string | undefined
 ): Outbound => {
-  learned.worker = placement.worker
-  learned.epoch = placement.epoch
   const { address, caller } = admitted
   const target = targetOf(placement.advertiseUrl, address)
   return {
@@ -135,10 +100,14 @@ const outboundOf = (
         hostname: admitted.hostname === "" ? undefined : { env: placement.env, host: admitted.hostname }
       })
     }),
-    sendBy,
-    settled
+    sendBy
   }
 }
+
+const refusedBeforeAdmission = <Sent>(facts: ExchangeFacts, failure: Cause.Cause<InstanceError>): Routed<Sent> => ({
+  outcome: { ...facts, failure },
+  sent: undefined
+})
 
 export interface InstancePipelineService {
   readonly request: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<InstanceOutcome>
@@ -158,54 +127,56 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
       const { hostnameAware } = config
       const affinityKey = config.affinity.key
 
-      /** Admits the request, then delivers it over the transport made for it. Suspended: what the
-       * steps decide at once is decided in the fiber, so a throw is a defect there (500). */
-      const route = <Sent>(
-        req: IncomingMessage,
-        learned: Learned,
-        transportFor: (admitted: Admitted, clientIp: string) => Transport<Sent>
-      ): Effect.Effect<InstanceOutcome> =>
-        Effect.matchCause(
-          Effect.suspend(() =>
-            afterStep(admit(auth, registry, hostnameAware, req.url ?? "/", req.headers, learned), (admitted) => {
-              const client = (learned.client = clientAddress.of(req))
-              return deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey, client)), transportFor(admitted, client))
-            })
-          ),
-          {
-            onSuccess: () => learned,
-            onFailure: (cause) => {
-              learned.failure = cause
-              return learned
-            }
-          }
-        )
+      /** Steps 2 to 6, in the documented order. */
+      const admit = (rawUrl: string, headers: IncomingHttpHeaders, address: Address): Effect.Effect<Admitted, AdmitError> =>
+        Effect.gen(function* () {
+          const caller = yield* readCaller(auth, registry, headers)
+          const depth = yield* depthOf(caller)
+          const admission = yield* admitByRule(auth.rules, address.namespace, headers, caller)
+          const hostname = yield* bindingOf(rawUrl, headers, hostnameAware)
+          yield* checkCallerScope(admission, caller)
+          return { address, caller, depth, principal: admission.principal, hostname }
+        })
+
+      /** The check order: the id, its admission, then the delivery over the transport made for it. */
+      const route = <Sent>(req: IncomingMessage, transportFor: (admitted: Admitted, client: string) => Transport<Sent>): Effect.Effect<Routed<Sent>> =>
+        Effect.gen(function* () {
+          const rawUrl = req.url ?? "/"
+          const address = yield* Effect.exit(readAddress(rawUrl))
+          if (address._tag === "Failure") return refusedBeforeAdmission<Sent>(NO_FACTS, address.cause)
+          const { namespace, id } = address.value
+          const admitted = yield* Effect.exit(admit(rawUrl, req.headers, address.value))
+          if (admitted._tag === "Failure") return refusedBeforeAdmission<Sent>({ ...NO_FACTS, namespace, id }, admitted.cause)
+          const client = clientAddress.of(req)
+          const resolveRequest = resolveRequestOf(admitted.value, affinityOf(req, affinityKey, client))
+          const { placement, sent, failure } = yield* deliver(resolveRequest, transportFor(admitted.value, client))
+          const outcome: InstanceOutcome = { namespace, id, client, worker: placement?.worker, epoch: placement?.epoch, upgradeStatus: undefined, failure }
+          return { outcome, sent }
+        })
 
       return {
-        request: (req, res) => {
-          const learned = new Learned()
-          return route(req, learned, (admitted, clientIp) => {
-            const withBody = hasBody(req.headers)
-            // No finish: the body streams on by itself once the headers are relayed.
-            return {
-              canRePlace: !withBody,
-              send: (placement, sendBy, settled, traceparent) =>
-                sendRequest(forward, req, res, outboundOf(auth, req, clientIp, admitted, learned, placement, sendBy, settled, traceparent), withBody)
-            }
-          })
-        },
-        upgrade: (req, client, head, tunnels) => {
-          const learned = new Learned()
-          return route(req, learned, (admitted, clientIp) => ({
-            canRePlace: true,
-            send: (placement, sendBy, settled, traceparent) =>
-              sendUpgrade(forward, req, client, outboundOf(auth, req, clientIp, admitted, learned, placement, sendBy, settled, traceparent)),
-            finish: (exchange) => {
-              learned.upgradeStatus = exchange.statusCode
-              return openTunnel(exchange, client, head, tunnels)
-            }
-          }))
-        }
+        request: (req, res) =>
+          Effect.map(
+            route(req, (admitted, client) => {
+              const withBody = hasBody(req.headers)
+              // Once the headers are relayed, the body streams on by itself.
+              return {
+                canRePlace: !withBody,
+                send: (placement, sendBy, traceparent) =>
+                  sendRequest(forward, req, res, outboundOf(auth, req, client, admitted, placement, sendBy, traceparent), withBody)
+              }
+            }),
+            (routed) => routed.outcome
+          ),
+        upgrade: (req, client, head, tunnels) =>
+          Effect.flatMap(
+            route(req, (admitted, clientIp) => ({
+              canRePlace: true,
+              send: (placement, sendBy, traceparent) => sendUpgrade(forward, req, client, outboundOf(auth, req, clientIp, admitted, placement, sendBy, traceparent))
+            })),
+            ({ outcome, sent }) =>
+              sent === undefined ? Effect.succeed(outcome) : Effect.as(openTunnel(sent, client, head, tunnels), { ...outcome, upgradeStatus: sent.statusCode })
+          )
       }
     })
   )

@@ -29,8 +29,6 @@ export interface Outbound {
   readonly headers: OutgoingHttpHeaders
   /** Clock time after which the request is reported stale instead of sent; Infinity: never. */
   readonly sendBy: number
-  /** Called once, when the worker's headers are in or the send has ended without them. */
-  readonly settled: () => void
 }
 
 /** `upload`: the client's request body idle; `idle`: the worker's response body idle. */
@@ -49,7 +47,6 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   protected readonly timer: Timer
   private limit: Limit = "connect"
   private wake: (() => void) | undefined
-  private unsettled = true
 
   constructor(
     protected readonly forward: ForwardContextService,
@@ -63,13 +60,6 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   protected advance(phase: Phase): void {
     if (phase > this.phase) this.phase = phase
     this.wake?.()
-  }
-
-  private settle(): void {
-    if (this.unsettled) {
-      this.unsettled = false
-      this.outbound.settled()
-    }
   }
 
   protected startLimit(limit: Limit, durationMs: number): void {
@@ -100,7 +90,6 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
     if (this.failure !== undefined) return
     this.failure = error
     this.timer.cancel()
-    this.settle()
     this.onFailure()
     this.wake?.()
   }
@@ -181,10 +170,9 @@ export abstract class Exchange implements Dispatcher.DispatchHandler {
   /** The body is over; a chunked body's trailers came with it (undici reads them, none: `{}`). */
   protected relayEnd(_trailers: IncomingHttpHeaders): void {}
 
-  /** The worker's headers are in: the header limit is met and the connection settled. */
+  /** The worker's headers are in: the header limit is met. */
   protected headersIn(): void {
     this.timer.cancel()
-    this.settle()
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {

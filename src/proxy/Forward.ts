@@ -84,10 +84,7 @@ export const sendRequest = (
   outbound: Outbound,
   hasBody: boolean
 ): Effect.Effect<HttpExchange, SendError> => {
-  if (clientGone(req, res)) {
-    outbound.settled()
-    return new ClientAborted()
-  }
+  if (clientGone(req, res)) return new ClientAborted()
   const exchange = new HttpExchange(forward, outbound, hasBody, res, req.headers.origin)
   res.on("close", exchange.onClientClose)
   forward.upstream.dispatch(

@@ -51,10 +51,7 @@ export const sendUpgrade = (
   client: Duplex,
   outbound: Outbound
 ): Effect.Effect<UpgradeExchange, SendError> => {
-  if (client.destroyed) {
-    outbound.settled()
-    return new ClientAborted()
-  }
+  if (client.destroyed) return new ClientAborted()
   const exchange = new UpgradeExchange(forward, outbound, false)
   forward.upstream.dispatch(
     {

@@ -20,15 +20,15 @@ export interface Admission {
 
 const open: Effect.Effect<Admission> = Effect.succeed({ rule: undefined, principal: undefined })
 
-const firstAccepting = (rule: CompiledRule, credential: string): Effect.Effect<Admission, InvalidCredential> => {
-  const tryFrom = (i: number): Effect.Effect<Admission, InvalidCredential> =>
-    i === rule.providers.length
-      ? new InvalidCredential()
-      : Effect.flatMap(rule.providers[i]!(credential), (principal) =>
-          Option.isSome(principal) ? Effect.succeed({ rule, principal: principal.value }) : tryFrom(i + 1)
-        )
-  return tryFrom(0)
-}
+/** The first of the rule's providers, in order, to accept the credential names its principal. */
+const firstAccepting = (rule: CompiledRule, credential: string): Effect.Effect<Admission, InvalidCredential> =>
+  Effect.gen(function* () {
+    for (const provider of rule.providers) {
+      const principal = yield* provider(credential)
+      if (Option.isSome(principal)) return { rule, principal: principal.value }
+    }
+    return yield* new InvalidCredential()
+  })
 
 /** `rules`: the compiled rules by namespace; undefined when there are none (open). */
 export const admitByRule = (

@@ -1,6 +1,6 @@
 // Step 1, id (docs/proxy.md "Addressing"): namespace, id, rest and query from the raw target.
-// A Result, which `afterStep` continues at once (a Result is no longer an Effect in Effect 4).
-import type { Result } from "effect"
+import { Effect } from "effect"
 import { parseAddress, type Address, type AddressError } from "../../Address.js"
 
-export const readAddress = (rawUrl: string): Result.Result<Address, AddressError> => parseAddress(rawUrl)
+/** Decided at once: an Exit, which `Effect.gen` continues without a turn of the fiber. */
+export const readAddress = (rawUrl: string): Effect.Effect<Address, AddressError> => Effect.fromResult(parseAddress(rawUrl))
