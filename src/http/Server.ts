@@ -6,11 +6,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type https from "node:https"
-import { Context, Effect, Layer, Result, Scheduler, type Scope } from "effect"
-import { pathOf } from "../Address.js"
-import { CLIENT_CLOSED } from "../contract/StatusLine.js"
+import { Context, Effect, Layer, Scheduler } from "effect"
 import { AppConfig } from "../AppConfig.js"
-import { ConnectNotImplemented, MethodNotAllowed, RouteNotFound } from "../Errors.js"
+import { ConnectNotImplemented } from "../Errors.js"
 import { InstancePipeline } from "../pipeline/Pipeline.js"
 import { exchangeObserver } from "../observe/Exchange.js"
 import { Metrics } from "../observe/Metrics.js"
@@ -19,35 +17,20 @@ import { ClientAddress } from "../pipeline/ClientAddress.js"
 import { InflightCap } from "../pipeline/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
-import { answerOutcome, type Outcome, refusedOutcome, respond } from "./Answer.js"
-import { writeBareStatus } from "./BareStatus.js"
-import { messageError, type MessageError } from "./Message.js"
 import { makeRequestScheduler } from "./RequestScheduler.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
 import { acceptProxyProtocol } from "../serving/ProxyProtocol.js"
 import { handOffByAlpn, handOffByPreface } from "../serving/Http2Handoff.js"
 import { makeHttp2Connections, type Http2Connections } from "../serving/Http2Server.js"
-import { listenerTlsOptions, loadTlsPair, reloadTlsOnChange, tlsFilesOf, type TlsFiles } from "../serving/Tls.js"
-import { createServer, createTlsServer, delayUnless, nextStopSignal, type ServerTimeouts } from "./Listener.js"
+import { tlsFilesOf } from "../serving/Tls.js"
+import { createServer, delayUnless, nextStopSignal } from "./Listener.js"
+import { tlsServer } from "./TlsListener.js"
 import { asHttp1Exchange } from "./Http2Request.js"
-import { healthz, readyz } from "./Probes.js"
-import { handleRegistry } from "./RegistryApi.js"
-import { isReadMethod, writeJson, writeReply } from "./Reply.js"
+import { writeReply } from "./Reply.js"
+import { makeRoutes } from "./Routes.js"
+import { writeBareStatus } from "./BareStatus.js"
 import { isWebSocketOffer, serveAsRequest } from "./UpgradeOffer.js"
-
-type DataPlaneRoute = "healthz" | "readyz" | "registry" | "instance"
-
-const routeOf = (url: string): DataPlaneRoute => {
-  const path = pathOf(url)
-  if (path === "/healthz") return "healthz"
-  if (path === "/readyz") return "readyz"
-  if (path === "/registry" || path.startsWith("/registry/")) return "registry"
-  return "instance"
-}
-
-const probe = <A, E>(req: IncomingMessage, answer: Effect.Effect<A, E, Registry>): Effect.Effect<A, E | MethodNotAllowed, Registry> =>
-  isReadMethod(req.method) ? answer : new MethodNotAllowed()
 
 export class Server extends Context.Service<Server, { readonly port: number }>()("pinboard/Server") {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
@@ -72,61 +55,8 @@ const serve = Effect.gen(function* () {
   metrics.watch({ tunnels: () => tunnels.size, inflight: inflight.snapshot })
   const observer = exchangeObserver(metrics, { metrics: config.metrics.port !== undefined, accessLog: config.log.access }, (yield* ClientAddress).of)
 
-  // An instance request is answered, then observed once its response is closed: counted,
-  // logged and its span ended from the outcome's facts.
-  const instance = (req: IncomingMessage, res: ServerResponse, refused: MessageError | undefined) =>
-    tracing.request(req, observer, (observing) => {
-      const observed = observing.http(req, res)
-      const outcome: Effect.Effect<Outcome> = refused === undefined ? pipeline.request(req, res) : refusedOutcome(refused)
-      return Effect.flatMap(outcome, (done) =>
-        Effect.map(
-          answerOutcome(done, (reply) => writeReply(req, res, reply)),
-          (answer) => observed(done, answer)
-        )
-      )
-    })
+  const { handlerFor, upgrade } = makeRoutes({ pipeline, tracing, observer, tunnels, shuttingDown: () => shuttingDown })
 
-  // An upgrade is observed when its answer is over: the tunnel open, or the bare status written.
-  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-    tracing.request(req, observer, (observing) => {
-      const observed = observing.upgrade(req)
-      const refused = messageError(req)
-      const outcome: Effect.Effect<Outcome> = refused === undefined ? pipeline.upgrade(req, socket, head, tunnels) : refusedOutcome(refused)
-      return Effect.flatMap(outcome, (done) =>
-        Effect.map(
-          answerOutcome(done, (reply) => writeBareStatus(socket, reply)),
-          (answer) => observed(done, answer, done.upgradeStatus ?? answer?.status ?? CLIENT_CLOSED)
-        )
-      )
-    })
-
-  const registry = (req: IncomingMessage, res: ServerResponse) =>
-    respond(req, res, Effect.map(handleRegistry(req), (answer) => writeJson(req, res, answer.status, answer.json)))
-  const notFound = (req: IncomingMessage, res: ServerResponse) => respond(req, res, Effect.fail(new RouteNotFound()))
-  const probes = (req: IncomingMessage, res: ServerResponse, route: "healthz" | "readyz") =>
-    route === "healthz"
-      ? respond(req, res, Effect.map(probe(req, healthz), (json) => writeJson(req, res, 200, json)))
-      : respond(req, res, Effect.map(probe(req, readyz(() => shuttingDown)), (json) => writeJson(req, res, 200, json)))
-
-  /**
-   * A listener's routes: the probes on every one; `/registry/*` where `registryHere`, instance
-   * requests where `instancesHere`; anything else `404 not found`. A malformed request is
-   * refused at once, but an instance request's refusal is observed like any of its answers.
-   */
-  const handlerFor = (registryHere: boolean, instancesHere: boolean) => (req: IncomingMessage, res: ServerResponse) => {
-    const route = routeOf(req.url ?? "/")
-    const refused = messageError(req)
-    if (refused !== undefined && !(instancesHere && route === "instance")) return respond(req, res, Effect.fail(refused))
-    switch (route) {
-      case "healthz":
-      case "readyz":
-        return probes(req, res, route)
-      case "registry":
-        return registryHere ? registry(req, res) : notFound(req, res)
-      case "instance":
-        return instancesHere ? instance(req, res, refused) : notFound(req, res)
-    }
-  }
   // The registry API answers on the data port, or only on its own listener when it has one.
   const registryApart = config.registry.port !== undefined
 
@@ -222,38 +152,3 @@ const serve = Effect.gen(function* () {
   )
   return { port }
 })
-
-/**
- * The data plane's TLS listener; renewed certificate files are taken for new connections, on
- * SIGHUP and when they change, until the scope closes (serving/Tls.ts).
- */
-const tlsServer = (
-  timeouts: ServerTimeouts,
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-  files: TlsFiles,
-  http2: boolean,
-  run: (effect: Effect.Effect<void>) => unknown
-): Effect.Effect<https.Server, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    // Config.ts has loaded this pair once already: a failure now is a file changed meanwhile.
-    const pair = yield* Result.match(loadTlsPair(files), {
-      onFailure: (problem) => Effect.die(new Error(`tls.${problem.field}: ${problem.message}`)),
-      onSuccess: Effect.succeed
-    })
-    const server = createTlsServer(timeouts, handler, listenerTlsOptions(pair, http2))
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        reloadTlsOnChange(files, (renewed) => server.setSecureContext(renewed), {
-          loaded: (trigger) => run(Effect.logInfo("tls certificate loaded").pipe(Effect.annotateLogs({ trigger, cert: files.cert }))),
-          refused: (trigger, problem) =>
-            run(
-              Effect.logWarning("tls certificate refused, the one in use is kept").pipe(
-                Effect.annotateLogs({ trigger, field: `tls.${problem.field}`, reason: problem.message })
-              )
-            )
-        })
-      ),
-      (stop) => Effect.sync(stop)
-    )
-    return server
-  })
