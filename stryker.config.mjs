@@ -33,6 +33,7 @@ export default {
     "src/Address.ts",
     "src/Errors.ts",
     "src/registry/Model.ts",
+    "src/registry/BucketState.ts",
     "src/registry/Placement.ts",
     "src/registry/Hostnames.ts",
     "src/proxy/Headers.ts",

@@ -17,7 +17,8 @@ import { minLeaseLeftMs, type ResolveOutcome } from "../src/registry/Domain.js"
 import { makeRedisBackend } from "../src/registry/Redis.js"
 import { clientOptions, defineScripts } from "../src/registry/RedisConnection.js"
 import { policyOf } from "../src/registry/Policy.js"
-import { makeRegistry, type RegisterInput, type ResolveRequest } from "../src/registry/Registry.js"
+import type { RegisterInput, ResolveRequest } from "../src/registry/Registry.js"
+import { makeRegistry } from "../src/registry/RegistryOnBackend.js"
 import { startRedisServer, type RedisServer } from "../test/support/RedisServer.js"
 import { configForTests } from "../test/support/TestConfig.js"
 import { shiftedClock } from "./shiftedClock.js"
@@ -80,7 +81,7 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
   const commands = client as unknown as Commands
   const policy = policyOf(configForTests({ leaseMs: LEASE_MS }))
   const backend = makeRedisBackend(client, { prefix: PREFIX, buckets: BUCKETS, policy })
-  const registry = makeRegistry(backend, policy)
+  const registry = makeRegistry(backend, policy, () => "wind_down")
 
   // Cold start lasts one lease from a bucket's first use. Touch every bucket (register
   // does) one lease and a second in the past, then register again at the real time so
@@ -218,7 +219,7 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
       what: "backend.resolve (Effect wrapping + decode), no Clock/Random/bucket hash, fiber per caller",
       run: fiberCallers((i, stats) =>
         Effect.map(
-          backend.resolve(bucketOfId[i]!, Date.now(), { ...requests[i]!, r1: Math.random(), r2: Math.random() }),
+          backend.resolve(bucketOfId[i]!, Date.now(), { ...requests[i]!, takeover: "wind_down", r1: Math.random(), r2: Math.random() }),
           (o: ResolveOutcome) => {
             if (o._tag !== "Placed") throw new Error(o._tag)
             checkPlaced(stats, o)

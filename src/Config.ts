@@ -48,7 +48,7 @@ const unknownVariableMessage = (name: string): string => {
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
-const decode = SchemaParser.decodeUnknownEffect(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
+const decodeConfig = SchemaParser.decodeUnknownEffect(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
 
 /** The configuration, with what it was read from: for `pinboard config` to say where each value came from. */
 export interface LoadedConfig {
@@ -67,7 +67,7 @@ export const loadConfigWithSources: (input: {
   const file = configFileArgument(flags, env)
   const fileContent = yield* readConfigFile(file)
   const { input, sources } = overlayEnv(fileContent, env, flags)
-  const config = yield* decode(input).pipe(
+  const config = yield* decodeConfig(input).pipe(
     Effect.mapError((error) => new ConfigInvalid({ message: describeParseError(error, input, sources) }))
   )
   // A file a setting names that cannot be used is named by the variable (or key) that set it.

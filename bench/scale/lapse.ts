@@ -3,11 +3,12 @@
 // in one namespace; B's ids placed with caller "B", then `rows` ids with caller "A" (caller
 // preference puts them on A). A stops heartbeating; through a client with Pinboard's own options
 // (1 s command timeout, as one Pinboard has) B keeps heartbeating every heartbeatMs, the sweep
-// runs on Registry.ts's `sweepSchedule` (every half lease, the first a quarter lease after A's
+// runs on RegistrySweep.ts's `sweepSchedule` (every half lease, the first a quarter lease after A's
 // last heartbeat, so that the run that finds A lapsed comes a quarter lease after), and RESOLVE_LOOPS loops resolve B's
 // ids, until DBSIZE is back to where it was before A's rows (or LAPSE_TIMEOUT_LEASES leases).
 import { Cause, Effect, Exit, Fiber, Option, Schedule } from "effect"
-import { sweepSchedule, type RegisterAnswer, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegisterAnswer, RegistryService } from "../../src/registry/Registry.js"
+import { sweepSchedule } from "../../src/registry/RegistrySweep.js"
 import { fixed, maxOf, meets, printTable, quantile, ratio, seconds } from "./report.js"
 import {
   dbSize,
@@ -254,7 +255,7 @@ export const runLapse = async (target: ScaleTarget, rowCounts: ReadonlyArray<num
   }
   console.log(
     `(lease ${fixed(leaseMs)} ms, heartbeat every ${fixed(Math.floor(leaseMs / 3))} ms, sweep every ${fixed(leaseMs / 2)} ms as ` +
-      `Registry.ts sweepSchedule, the first a quarter lease after A's last heartbeat; ${RESOLVE_LOOPS} loops resolve B's ${B_IDS} ids through a client ` +
+      `RegistrySweep.ts sweepSchedule, the first a quarter lease after A's last heartbeat; ${RESOLVE_LOOPS} loops resolve B's ${B_IDS} ids through a client ` +
       `with Pinboard's options (1 s command timeout), shared with B's heartbeats and the sweep as in one Pinboard; longest Redis ` +
       `call: SLOWLOG (slower than ${SLOWLOG_SLOWER_THAN_US} µs) from A's last heartbeat until half a second after the rows were gone; ` +
       `rows gone: DBSIZE back within ${KEYS_LEFT * 100}% of A's keys of its level before A's rows, polled every ${POLL_MS} ms, ` +

@@ -9,7 +9,8 @@ import { clientOptions, clusterOptions, defineScripts, type RedisClient } from "
 import { clusterNodes } from "../../src/registry/RedisTarget.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { policyOf } from "../../src/registry/Policy.js"
-import { makeRegistry, type RegisterAnswer, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegisterAnswer, RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { startRedisCluster } from "../../test/support/RedisCluster.js"
 import { startRedisServer } from "../../test/support/RedisServer.js"
 import { configForTests } from "../../test/support/TestConfig.js"
@@ -26,7 +27,7 @@ const BENCH_COMMAND_TIMEOUT_MS = 60_000
  * be run here, its scope closed in `ScaleTarget.stop` or by the caller).
  */
 export const makeScaleRegistry = (client: RedisClient, prefix: string, policy: RegistryPolicy): RegistryService =>
-  makeRegistry(makeRedisBackend(client, { prefix, buckets: BUCKETS, policy }), policy)
+  makeRegistry(makeRedisBackend(client, { prefix, buckets: BUCKETS, policy }), policy, () => "wind_down")
 
 export const policyFor = (leaseMs: number): RegistryPolicy => policyOf(configForTests({ leaseMs }))
 

@@ -25,7 +25,7 @@ const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toStrin
 export type AttestationSigner = (claims: AttestationClaims, nowMs: number) => string
 
 /** How many tokens of one second are kept at most (see makeAttestationSigner). */
-const MAX_KEPT = 10_000
+const MAX_KEPT_TOKENS = 10_000
 
 /**
  * Tokens carry whole seconds (`iat`), so every forward of one placement within one second,
@@ -55,7 +55,7 @@ export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner =
     if (token === undefined) {
       token = signWith(key, claims, nowMs)
       // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a cache
-      if (kept.size < MAX_KEPT) kept.set(placement, token)
+      if (kept.size < MAX_KEPT_TOKENS) kept.set(placement, token)
     }
     return token
   }

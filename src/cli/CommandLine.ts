@@ -14,7 +14,7 @@ export type Command =
 
 export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 
-const OPTIONS = {
+const PINBOARD_OPTIONS = {
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
   config: { type: "string" },
@@ -30,7 +30,7 @@ export const parseCommandLine = (argv: ReadonlyArray<string>): Result.Result<Com
   if (argv[0] === "inspect") return Result.succeed({ _tag: "Inspect", argv: argv.slice(1) })
   let parsed
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args: [...argv], options: PINBOARD_OPTIONS, allowPositionals: true, strict: true })
   } catch (error) {
     // Node's first sentence says what is wrong; its hints about `--` do not apply here.
     const message = error instanceof Error ? error.message : String(error)

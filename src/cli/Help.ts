@@ -13,7 +13,7 @@ const defaultOf = (name: string, path: ReadonlyArray<string>): string => {
   return value === undefined ? "unset" : String(value)
 }
 
-const table = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+const indentedTable = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
   return rows
     .map((row) => `  ${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]! + 2))).join("")}`.trimEnd())
@@ -30,7 +30,7 @@ const flagRows = (): ReadonlyArray<ReadonlyArray<string>> => [
 
 /** The commands: printed with a usage error too. */
 export const usageText = `Usage:
-${table([
+${indentedTable([
   ["pinboard [serve] [FLAGS]", "run Pinboard until SIGTERM or SIGINT (the default command)"],
   ["pinboard config [FLAGS]", "print the configuration in effect and where each value comes from"],
   ["pinboard inspect ...", "read the registry: workers, an id's placement (pinboard inspect --help)"],
@@ -43,10 +43,10 @@ export const helpText = (version: string): string => `pinboard ${version}: a rev
 ${usageText}
 
 Flags (a flag wins over its variable, a variable over the file, the file over the default):
-${table([["FLAG", "VARIABLE", "DEFAULT", ""], ...flagRows()])}
+${indentedTable([["FLAG", "VARIABLE", "DEFAULT", ""], ...flagRows()])}
 
 Environment variables (every option, with the file's names: docs/config.md):
-${table([["VARIABLE", "DEFAULT", ""], ...ENV_VARS.map((v) => [v.name, defaultOf(v.name, v.path), v.summary])])}
+${indentedTable([["VARIABLE", "DEFAULT", ""], ...ENV_VARS.map((v) => [v.name, defaultOf(v.name, v.path), v.summary])])}
 
 Exit codes:
   0  stopped by SIGTERM or SIGINT after draining; or help, the version or the configuration printed

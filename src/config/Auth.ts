@@ -81,10 +81,10 @@ export const ApiKeyProvider = Schema.Struct({
   )
 }).annotate(expectedShape("an object"))
 
-export const Provider = Schema.Union([JwtProvider, ApiKeyProvider]).annotate(
+export const ProviderSetting = Schema.Union([JwtProvider, ApiKeyProvider]).annotate(
   expectedShape(`an object with "type": "jwt" or "apikey"`)
 )
-export type ProviderConfig = typeof Provider.Type
+export type ProviderConfig = typeof ProviderSetting.Type
 export type JwtProviderConfig = typeof JwtProvider.Type
 export type ApiKeyProviderConfig = typeof ApiKeyProvider.Type
 

@@ -93,8 +93,8 @@ export type Takeover = typeof Takeover.Type
 export const DEFAULT_TAKEOVER: Takeover = "wind_down"
 
 /** RFC 9110 token: what a header or cookie name may be made of. */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-const isToken = (s: string): boolean => TOKEN.test(s)
+const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const isToken = (s: string): boolean => HTTP_TOKEN.test(s)
 
 /** A header name, lowercased as Node presents incoming headers. */
 export const HeaderName = Schema.String.check(Schema.makeFilter(isToken, expected("a header name"))).pipe(

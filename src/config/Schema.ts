@@ -2,7 +2,7 @@
 // encoded side (environment values are merged into it first), PinboardConfig on
 // the decoded side, defaults filled in.
 import { Effect, Option, Schema, SchemaGetter, SchemaTransformation } from "effect"
-import { NamespaceRule, Provider } from "./Auth.js"
+import { NamespaceRule, ProviderSetting } from "./Auth.js"
 import {
   AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, Http2Limit, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
   NonNegativeMs, PositiveInt, PositiveMs, ProxyAddress, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
@@ -128,7 +128,7 @@ const ConfigFields = Schema.Struct({
     sampleRatio: withDefault(SampleRatio, () => 1)
   })),
   providers: withDefault(
-    Schema.Record(Schema.String, Provider).annotate(expectedShape("an object")),
+    Schema.Record(Schema.String, ProviderSetting).annotate(expectedShape("an object")),
     () => ({})
   ),
   /** `undefined`: open, every namespace admitted without a credential. */

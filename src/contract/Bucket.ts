@@ -4,7 +4,7 @@
 import { hash } from "node:crypto"
 
 /** At most this many ids are kept; then the memory starts afresh. */
-const MAX_KEPT = 50_000
+const MAX_KEPT_IDS = 50_000
 const kept = new Map<string, number>()
 
 export const bucketOf = (env: string, namespace: string, id: string, buckets: number): number => {
@@ -12,7 +12,7 @@ export const bucketOf = (env: string, namespace: string, id: string, buckets: nu
   const known = kept.get(input)
   if (known !== undefined) return known % buckets
   const word = hash("sha1", input, "buffer").readUInt32BE(0)
-  if (kept.size >= MAX_KEPT) kept.clear()
+  if (kept.size >= MAX_KEPT_IDS) kept.clear()
   kept.set(input, word)
   return word % buckets
 }

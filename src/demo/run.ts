@@ -12,7 +12,7 @@ import { Duration, Effect, Schedule } from "effect"
 import { rendezvousScore } from "../registry/Placement.js"
 import { type Child, isStopping, log, start, stopAll } from "./Children.js"
 
-const TOKEN = "dev"
+const DEPLOYMENT_TOKEN = "dev"
 const WORKERS = ["worker-1", "worker-2"] as const
 const AFFINITY_HEADER = "x-user"
 const USERS = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"]
@@ -28,9 +28,9 @@ const portFromEnv = (raw: string | undefined): number => {
   process.exit(2)
 }
 
-const port = portFromEnv(process.env.PORT)
+const pinboardPort = portFromEnv(process.env.PORT)
 const leaseMs = process.env.PINBOARD_LEASE_MS ?? "5000"
-const pinboardUrl = `http://127.0.0.1:${port}`
+const pinboardUrl = `http://127.0.0.1:${pinboardPort}`
 
 // The demo's own configuration: placement follows the x-user header instead of the client
 // address, so that the printed commands, all sent from one machine, reach both workers.
@@ -65,11 +65,11 @@ const startPinboard = (): Effect.Effect<void, unknown> => {
   start({
     name: "pinboard",
     script: "../main.js",
-    args: ["--config", configFile, "--port", String(port)],
-    env: { ...env, PINBOARD_TOKEN: TOKEN, PINBOARD_LEASE_MS: leaseMs },
+    args: ["--config", configFile, "--port", String(pinboardPort)],
+    env: { ...env, PINBOARD_TOKEN: DEPLOYMENT_TOKEN, PINBOARD_LEASE_MS: leaseMs },
     onLine: (line) => void (line.includes("the port is in use") && (portTaken = true)),
     onUnexpectedExit: (how) => {
-      log(portTaken ? `PORT ${port} is taken: set PORT to a free port (PORT=8081 npm run demo)` : `pinboard exited unexpectedly (${how}); stopping`)
+      log(portTaken ? `PORT ${pinboardPort} is taken: set PORT to a free port (PORT=8081 npm run demo)` : `pinboard exited unexpectedly (${how}); stopping`)
       stopAll(portTaken ? 2 : 1)
     }
   })
@@ -77,9 +77,9 @@ const startPinboard = (): Effect.Effect<void, unknown> => {
 }
 
 /** Starts a worker and resolves once it has registered; a worker that dies is started again after one lease. */
-const startWorker = (worker: string): Effect.Effect<Child> =>
+const startDemoWorker = (worker: string): Effect.Effect<Child> =>
   Effect.callback<Child>((registered) => {
-    const args = ["--pinboard", pinboardUrl, "--token", TOKEN, "--worker", worker, "--port", "0"]
+    const args = ["--pinboard", pinboardUrl, "--token", DEPLOYMENT_TOKEN, "--worker", worker, "--port", "0"]
     const child: Child = start({
       name: worker,
       script: "worker.js",
@@ -93,7 +93,7 @@ const startWorker = (worker: string): Effect.Effect<Child> =>
         log(`then they move to the other worker. Ask again with the curl lines above. Starting ${worker} again in ${pause / 1000} s.`)
         setTimeout(() => {
           if (isStopping()) return
-          void Effect.runPromise(startWorker(worker)).then((again) => log(`${worker} is back (pid ${again.process.pid}): kill -9 ${again.process.pid}`))
+          void Effect.runPromise(startDemoWorker(worker)).then((again) => log(`${worker} is back (pid ${again.process.pid}): kill -9 ${again.process.pid}`))
         }, pause)
       }
     })
@@ -101,13 +101,13 @@ const startWorker = (worker: string): Effect.Effect<Child> =>
 
 const main = Effect.gen(function* () {
   yield* startPinboard()
-  const workers = yield* Effect.forEach(WORKERS, startWorker, { concurrency: "unbounded" })
+  const workers = yield* Effect.forEach(WORKERS, startDemoWorker, { concurrency: "unbounded" })
 
   // Every bucket refuses new placements for one lease after the registry's first use.
   log(`waiting for the registry cold start (one lease, ${Number(leaseMs) / 1000} s) to pass...`)
   yield* poll(`${pinboardUrl}/threads/demo/messages`, (res) => res.status !== 503)
 
-  const base = `localhost:${port}/threads`
+  const base = `localhost:${pinboardPort}/threads`
   const [first, second] = [userFor(WORKERS[0]), userFor(WORKERS[1])]
   log("ready. Try:")
   process.stdout.write(`  curl -s -X POST ${base}/t1/messages -H '${AFFINITY_HEADER}: ${first}' -d 'hello'\n`)

@@ -21,7 +21,7 @@ const token = flags.token ?? process.env.PINBOARD_TOKEN ?? "dev"
 const worker = flags.worker ?? process.env.WORKER_ID ?? "demo-worker"
 const port = Number(flags.port ?? process.env.WORKER_PORT ?? 0)
 
-const log = (line: string) => process.stdout.write(`${line}\n`)
+const say = (line: string) => process.stdout.write(`${line}\n`)
 
 const readText = async (req: IncomingMessage): Promise<string> => {
   const chunks: Array<Buffer> = []
@@ -41,10 +41,10 @@ interface Thread {
 
 const thread = defineInstance<Thread>({
   activate: ({ id, epoch }) => {
-    log(`thread ${id} activated at epoch ${epoch}`)
+    say(`thread ${id} activated at epoch ${epoch}`)
     return { messages: [], watchers: new Set() }
   },
-  deactivate: (_state, reason, { id }) => log(`thread ${id} deactivated (${reason})`),
+  deactivate: (_state, reason, { id }) => say(`thread ${id} deactivated (${reason})`),
   routes: {
     "GET /messages": ({ state, activation }, res) =>
       sendJson(res, 200, { thread: activation.id, worker, epoch: activation.epoch, messages: state.messages }),

@@ -13,7 +13,7 @@ import {
   Cursor,
   decodeBody,
   decodeParam,
-  Env,
+  EnvName,
   HeartbeatBody,
   HostnameRegisterBody,
   Incarnation,
@@ -194,7 +194,7 @@ export const handleRegistry = (req: IncomingMessage) =>
         yield* only("GET")
         const namespace = yield* param(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`)
         const id = yield* param(InstanceId, "id", decodeURIComponentSafe(path[2]!))
-        const env = yield* param(Env, "env", query.get("env") ?? "")
+        const env = yield* param(EnvName, "env", query.get("env") ?? "")
         return ok(placementJson(yield* registry.placement({ env, namespace, id })))
       }
       default:

@@ -6,15 +6,15 @@ import { isEpoch } from "../contract/Epochs.js"
 import { InvalidRequest } from "../Errors.js"
 
 /** The message for any failure of the field. */
-const expected = (what: string) => ({ message: `expected ${what}` })
+const expectedField = (what: string) => ({ message: `expected ${what}` })
 
 /**
  * `base` refined by `checks`, every failure of it told as `expected <what>`, its type included:
  * the message on `base` answers a value of the wrong type, the one on each check a bad value.
  */
 const format = <T>(base: Schema.Codec<T>, what: string, check: SchemaAST.Filter<T>, ...more: Array<SchemaAST.Filter<T>>) => {
-  const told = (each: SchemaAST.Filter<T>) => each.annotate(expected(what))
-  return base.annotate(expected(what)).check(told(check), ...more.map(told))
+  const told = (each: SchemaAST.Filter<T>) => each.annotate(expectedField(what))
+  return base.annotate(expectedField(what)).check(told(check), ...more.map(told))
 }
 
 const pattern = (regExp: RegExp, what: string) => format(Schema.String, what, Schema.isPattern(regExp))
@@ -24,7 +24,7 @@ export const WorkerId = pattern(/^[A-Za-z0-9._~-]{1,128}$/, "1-128 characters of
 // The same rules as request paths (docs/proxy.md "Addressing").
 export const Namespace = satisfying(isValidNamespace, '"/" followed by 1-128 characters of [A-Za-z0-9._~-]')
 export const InstanceId = satisfying(isValidId, "1-256 characters of [A-Za-z0-9._~-]")
-export const Env = pattern(/^[A-Za-z0-9._~-]{0,128}$/, "0-128 characters of [A-Za-z0-9._~-]")
+export const EnvName = pattern(/^[A-Za-z0-9._~-]{0,128}$/, "0-128 characters of [A-Za-z0-9._~-]")
 /** `GET /registry/workers?limit=`: a decimal integer from 1 to 1000, no sign or leading zero. */
 export const PageLimit = pattern(/^(?:[1-9][0-9]{0,2}|1000)$/, "an integer from 1 to 1000")
 /** `GET /registry/workers?cursor=`: a worker id (see RegistryApi.ts), checked as one. */
@@ -32,7 +32,7 @@ export const Cursor = pattern(/^[A-Za-z0-9._~-]{1,128}$/, 'a cursor as answered 
 export const Epoch = satisfying(isEpoch, "an epoch: a decimal string")
 export const Headroom = format(Schema.Number, "a finite number >= 0", Schema.isFinite(), Schema.isGreaterThanOrEqualTo(0))
 export const Incarnation = pattern(/^[A-Za-z0-9._~-]{1,128}$/, "an incarnation as returned by register")
-const Flag = Schema.Boolean.annotate(expected("true or false"))
+const BodyFlag = Schema.Boolean.annotate(expectedField("true or false"))
 /** No lone UTF-16 surrogates: Redis stores UTF-8, so such a string would not read back as sent. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 const isWellFormed = (s: string): boolean => !LONE_SURROGATE.test(s)
@@ -54,13 +54,13 @@ export const Hostname = pattern(/^[A-Za-z0-9.-]{1,253}$/, "a hostname: 1-253 cha
  * docs/proxy.md "Hostname-aware mode"). The message answers a value that is no such object; a
  * bad field is reported as the field.
  */
-export const HostnameRegistration = Schema.Struct({ namespace: Namespace, hostname: Hostname, env: Env }).annotate({
+export const HostnameRegistration = Schema.Struct({ namespace: Namespace, hostname: Hostname, env: EnvName }).annotate({
   message: 'expected an object {"namespace","hostname","env"}'
 })
 
 // The list's own messages answer a value that is no list and a list of the wrong length; a bad
 // element is reported as namespaces[i].
-const listOf = <S extends Schema.Top>(entry: S, what: string) =>
+const boundedListOf = <S extends Schema.Top>(entry: S, what: string) =>
   Schema.Array(entry)
     .annotate({ message: `expected a list of ${what}` })
     .check(Schema.makeFilter((list) => list.length >= 1 && list.length <= 1024, { message: `expected a list of 1-1024 ${what}` }))
@@ -69,30 +69,30 @@ const registerFields = {
   worker: WorkerId,
   advertiseUrl: AdvertiseUrl,
   headroom: Headroom,
-  draining: Schema.optionalKey(Flag),
+  draining: Schema.optionalKey(BodyFlag),
   epoch: Schema.optionalKey(Epoch)
 }
 
-export const RegisterBody = Schema.Struct({ ...registerFields, namespaces: listOf(Namespace, "namespaces") })
+export const RegisterBody = Schema.Struct({ ...registerFields, namespaces: boundedListOf(Namespace, "namespaces") })
 
 /** In hostname-aware mode every entry names its hostname and env. */
 export const HostnameRegisterBody = Schema.Struct({
   ...registerFields,
-  namespaces: listOf(HostnameRegistration, "namespace registrations")
+  namespaces: boundedListOf(HostnameRegistration, "namespace registrations")
 })
 
 export const HeartbeatBody = Schema.Struct({
   incarnation: Incarnation,
   headroom: Headroom,
-  draining: Schema.optionalKey(Flag),
-  degraded: Schema.optionalKey(Flag)
+  draining: Schema.optionalKey(BodyFlag),
+  degraded: Schema.optionalKey(BodyFlag)
 })
 
 const PlacementFields = {
   namespace: Namespace,
   id: InstanceId,
   epoch: Epoch,
-  env: Schema.optionalKey(Env)
+  env: Schema.optionalKey(EnvName)
 }
 
 export const ReleaseBody = Schema.Struct(PlacementFields)

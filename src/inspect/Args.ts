@@ -4,7 +4,7 @@
 import { parseArgs } from "node:util"
 import { Data, Result, Schema } from "effect"
 import { isValidId, isValidNamespace } from "../Address.js"
-import { Env, Hostname, WorkerId } from "../http/RegistryBodies.js"
+import { EnvName, Hostname, WorkerId } from "../http/RegistryBodies.js"
 
 export const USAGE = `Usage:
   pinboard inspect workers [--pinboard URL] [--json]
@@ -59,7 +59,7 @@ export type InspectCommand =
     readonly caller: string | undefined
   }
 
-const OPTIONS = {
+const INSPECT_OPTIONS = {
   pinboard: { type: "string" },
   json: { type: "boolean" },
   env: { type: "string" },
@@ -77,13 +77,13 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Result.Result<Ins
   const usage = (message: string) => Result.fail(new InspectUsageError({ message }))
   let parsed
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args: [...argv], options: INSPECT_OPTIONS, allowPositionals: true, strict: true })
   } catch (error) {
     return usage(error instanceof Error ? error.message : String(error))
   }
   const { values, positionals } = parsed
   if (values.help === true) return Result.succeed({ _tag: "Help" })
-  const pinboard = values.pinboard === undefined ? Result.succeed(undefined) : pinboardUrl(values.pinboard)
+  const pinboard = values.pinboard === undefined ? Result.succeed(undefined) : parsePinboardUrl(values.pinboard)
   if (Result.isFailure(pinboard)) return usage(pinboard.failure)
   const options: CommonOptions = { pinboard: pinboard.success, json: values.json === true, config: values.config }
 
@@ -102,7 +102,7 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Result.Result<Ins
       if (!isValidNamespace(namespace)) return usage(`namespace: expected "/" followed by 1-128 characters of [A-Za-z0-9._~-], got ${JSON.stringify(rest[0])}`)
       if (!isValidId(id)) return usage(`id: expected 1-256 characters of [A-Za-z0-9._~-], got ${JSON.stringify(id)}`)
       const env = values.env ?? ""
-      if (!Schema.is(Env)(env)) return usage(`--env: expected 0-128 characters of [A-Za-z0-9._~-], got ${JSON.stringify(env)}`)
+      if (!Schema.is(EnvName)(env)) return usage(`--env: expected 0-128 characters of [A-Za-z0-9._~-], got ${JSON.stringify(env)}`)
       const hostname = values.host?.toLowerCase()
       if (hostname !== undefined && !Schema.is(Hostname)(hostname)) {
         return usage(`--host: expected a hostname without a port (1-253 characters of [A-Za-z0-9.-]), got ${JSON.stringify(values.host)}`)
@@ -119,7 +119,7 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Result.Result<Ins
   }
 }
 
-const pinboardUrl = (raw: string): Result.Result<string, string> => {
+const parsePinboardUrl = (raw: string): Result.Result<string, string> => {
   const url = URL.canParse(raw) ? new URL(raw) : undefined
   return url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === ""
     ? Result.succeed(raw.replace(/\/+$/, ""))

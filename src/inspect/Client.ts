@@ -41,7 +41,7 @@ interface RawAnswer {
 }
 
 /** A refused connection tried on several addresses is an AggregateError without a message. */
-const reasonOf = (error: unknown): string =>
+const whyUnreachable = (error: unknown): string =>
   error instanceof Error ? error.message || (error as NodeJS.ErrnoException).code || error.name : String(error)
 
 /**
@@ -67,11 +67,11 @@ const get = (target: RegistryTarget, path: string): Effect.Effect<RawAnswer, Pin
       (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: reasonOf(error) }))))
+        res.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: whyUnreachable(error) }))))
         res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") })))
       }
     )
-    req.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: reasonOf(error) }))))
+    req.on("error", (error) => resume(Effect.fail(new PinboardUnreachable({ url, reason: whyUnreachable(error) }))))
     req.end()
   }).pipe(
     Effect.timeoutOrElse({
@@ -81,7 +81,7 @@ const get = (target: RegistryTarget, path: string): Effect.Effect<RawAnswer, Pin
   )
 }
 
-const decode = <A>(schema: Schema.Decoder<A>, url: string, body: string): Effect.Effect<A, UnexpectedAnswer> =>
+const decodeAnswerBody = <A>(schema: Schema.Decoder<A>, url: string, body: string): Effect.Effect<A, UnexpectedAnswer> =>
   Schema.decodeUnknownEffect(Schema.fromJsonString(schema))(body).pipe(Effect.mapError(() => new UnexpectedAnswer({ url, body })))
 
 /**
@@ -98,7 +98,7 @@ export const listWorkers = Effect.fn("Inspect.listWorkers")(function*(target: Re
     const url = `${target.pinboard}${path}`
     const answer = yield* get(target, path)
     if (answer.status !== 200) return yield* new PinboardAnswered({ url, ...answer })
-    const page = yield* decode(WorkersAnswer, url, answer.body)
+    const page = yield* decodeAnswerBody(WorkersAnswer, url, answer.body)
     workers.push(...page.workers)
     if (page.next === undefined) return workers
     if (page.next === cursor) return yield* new UnexpectedAnswer({ url, body: answer.body })
@@ -106,7 +106,7 @@ export const listWorkers = Effect.fn("Inspect.listWorkers")(function*(target: Re
   }
 })
 
-const NotPlaced = Schema.fromJsonString(Schema.Struct({ error: Schema.Literal("not placed") }))
+const NotPlacedAnswer = Schema.fromJsonString(Schema.Struct({ error: Schema.Literal("not placed") }))
 
 /** The id's placement row; undefined when it has none (`404 {"error":"not placed"}`). */
 export const getPlacement = Effect.fn("Inspect.getPlacement")(function*(
@@ -118,7 +118,7 @@ export const getPlacement = Effect.fn("Inspect.getPlacement")(function*(
   const path = `/registry/placements/${key.namespace.slice(1)}/${key.id}${key.env === "" ? "" : `?env=${key.env}`}`
   const url = `${target.pinboard}${path}`
   const answer = yield* get(target, path)
-  if (answer.status === 404 && Result.isSuccess(Schema.decodeUnknownResult(NotPlaced)(answer.body))) return undefined
+  if (answer.status === 404 && Result.isSuccess(Schema.decodeUnknownResult(NotPlacedAnswer)(answer.body))) return undefined
   if (answer.status !== 200) return yield* new PinboardAnswered({ url, ...answer })
-  return yield* decode(PlacementAnswer, url, answer.body)
+  return yield* decodeAnswerBody(PlacementAnswer, url, answer.body)
 })

@@ -36,11 +36,11 @@ const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, Ins
     }
     const config = yield* loadConfig({ flags: { config: command.options.config }, env })
     const target: RegistryTarget = { pinboard: command.options.pinboard ?? defaultPinboardUrl(config), token: config.token }
-    yield* Console.log(command._tag === "Workers" ? yield* workers(command, target) : yield* id(command, config, target))
+    yield* Console.log(command._tag === "Workers" ? yield* inspectWorkers(command, target) : yield* inspectId(command, config, target))
     return 0 as const
   })
 
-const workers = Effect.fn("Inspect.workers")(function*(
+const inspectWorkers = Effect.fn("Inspect.workers")(function*(
   command: Extract<InspectCommand, { _tag: "Workers" }>,
   target: RegistryTarget
 ) {
@@ -49,7 +49,7 @@ const workers = Effect.fn("Inspect.workers")(function*(
   return command.options.json ? workersJson(report) : workersText(report)
 })
 
-const id = Effect.fn("Inspect.id")(function*(
+const inspectId = Effect.fn("Inspect.id")(function*(
   command: Extract<InspectCommand, { _tag: "Id" }>,
   config: PinboardConfig,
   target: RegistryTarget

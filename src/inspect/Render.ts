@@ -76,7 +76,7 @@ export const workersText = (report: WorkersReport): string => {
       ...workers.map((w) => [
         w.worker,
         w.advertiseUrl,
-        w.namespaces.map(namespaceText).join(","),
+        w.namespaces.map(namespaceEntryText).join(","),
         seconds(w.leaseExpiresAt - report.now),
         num(w.headroom),
         yesNo(w.draining),
@@ -219,7 +219,7 @@ const affinitySourceText = (key: AffinityKey): string => {
 
 const affinityKeyText = (key: AffinityKey): string => (key._tag === "ip" ? "ip" : `${key._tag}:${key.name}`)
 
-const namespaceText = (entry: NamespaceEntry): string =>
+const namespaceEntryText = (entry: NamespaceEntry): string =>
   typeof entry === "string" ? entry : `${entry.namespace}@${entry.hostname}(env ${JSON.stringify(entry.env)})`
 
 const line = (label: string, text: string): string => `${label.padEnd(11)} ${text}`

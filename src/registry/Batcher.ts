@@ -1,7 +1,7 @@
 // Groups the calls made in one turn of the event loop per bucket, so that concurrent
 // resolves on a bucket travel as one script call (each still resolved on its own, in
 // order, atomically). The batch leaves once the current microtasks have run; each caller
-// gets its own reply through its own decoder (RedisWire.ts), which may make it a defect.
+// gets its own reply through its own decoder (ResolveWire.ts), which may make it a defect.
 import { Effect } from "effect"
 
 type Resume<A, E> = (effect: Effect.Effect<A, E>) => void

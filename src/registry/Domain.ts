@@ -71,8 +71,8 @@ export interface PlacementRow extends PlacementKey {
 export interface ResolveQuery extends PlacementKey {
   /** The request's hostname in hostname-aware mode; "" outside it. */
   readonly hostname: string
-  /** The env's takeover (docs/proxy.md "Hostname-aware mode"), for a placement held through another hostname; default wind_down. */
-  readonly takeover?: Takeover
+  /** The env's takeover (docs/proxy.md "Hostname-aware mode"), for a placement held through another hostname. */
+  readonly takeover: Takeover
   readonly caller: string | undefined
   readonly affinity: string
   readonly excluded: ReadonlyArray<string>

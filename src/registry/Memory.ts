@@ -2,21 +2,22 @@
 import { Effect } from "effect"
 import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
 import type { RegistryPolicy } from "./Domain.js"
+import { emptyBucket, type BucketState } from "./BucketState.js"
 import * as Model from "./Model.js"
 
 export interface MemoryBackend extends RegistryBackend {
   /** Test seam: forget everything in one bucket, as a Redis wipe would. */
   readonly wipe: (bucket: number) => void
   /** Test seam: the bucket's state, to check invariants against. */
-  readonly inspect: (bucket: number) => Readonly<Model.BucketState>
+  readonly inspect: (bucket: number) => Readonly<BucketState>
 }
 
 export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): MemoryBackend => {
-  const state = Array.from({ length: buckets }, Model.emptyBucket)
+  const state = Array.from({ length: buckets }, emptyBucket)
   const all = state.map((_, i) => i)
-  const each = <A>(f: (bucket: Model.BucketState) => A, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<A>> =>
+  const each = <A>(f: (bucket: BucketState) => A, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<A>> =>
     Effect.sync(() => ({ reached: only.map((i) => [i, f(state[i]!)] as const), unreached: [] }))
-  const one = <A>(bucket: number, f: (bucket: Model.BucketState) => A) => Effect.sync(() => f(state[bucket]!))
+  const one = <A>(bucket: number, f: (bucket: BucketState) => A) => Effect.sync(() => f(state[bucket]!))
   return {
     buckets,
     failing: () => undefined,
@@ -34,7 +35,7 @@ export const makeMemoryBackend = (buckets: number, policy: RegistryPolicy): Memo
     placementsHeld: (_now, workers) => each((b) => Model.placementsHeld(b, workers)),
     time: Effect.clockWith((clock) => clock.currentTimeMillis),
     wipe: (bucket) => {
-      state[bucket] = Model.emptyBucket()
+      state[bucket] = emptyBucket()
     },
     inspect: (bucket) => state[bucket]!
   }

@@ -1,8 +1,8 @@
 // The reference semantics of one bucket (docs/protocol.md "Resolution", docs/registry-api.md
 // "Lease lifecycle" to "Ended rows and the sweep"): deterministic, no I/O, no clock, no
 // randomness; `now` and the random numbers are arguments. The embedded registry runs it
-// directly; the Lua scripts implement the same operations on Redis.
-import { DEFAULT_TAKEOVER } from "../config/Fields.js"
+// directly; the Lua scripts implement the same operations on Redis. What a bucket holds, and
+// the bookkeeping every operation shares, are in BucketState.ts.
 import {
   memberKey,
   nackWindowOpen,
@@ -20,91 +20,12 @@ import {
   type WindDownDue,
   type WindDownOutcome,
   type WorkerHeartbeat,
-  type WorkerRecord,
   type WorkerRegistration,
   type WorkerView
 } from "./Domain.js"
-import { bindingKey, decideBindings, decideHeld, displacementLeftMs, servesHostname, type Binding } from "./Hostnames.js"
+import { deleteRow, deleteRowsOf, isLive, leaveMemberships, nextEpoch, removeWorker, touch, type BucketState } from "./BucketState.js"
+import { bindingKey, decideBindings, decideHeld, displacementLeftMs, servesHostname } from "./Hostnames.js"
 import { byWorkerId, choosePlacement, isPlaceable } from "./Placement.js"
-
-export interface BucketState {
-  coldSince: number | undefined
-  epoch: bigint | undefined
-  /** memberKey(env, namespace) of every namespace ever registered. */
-  readonly namespaces: Set<string>
-  readonly workers: Map<string, WorkerRecord>
-  /** memberKey(env, namespace) -> worker ids registered for it. */
-  readonly members: Map<string, Set<string>>
-  readonly rows: Map<string, PlacementRow>
-  readonly rowsByWorker: Map<string, Set<string>>
-  /** bindingKey(hostname, namespace) -> its env (hostname-aware mode, docs/proxy.md "Hostname-aware mode"). */
-  readonly bindings: Map<string, Binding>
-}
-
-export const emptyBucket = (): BucketState => ({
-  coldSince: undefined,
-  epoch: undefined,
-  namespaces: new Set(),
-  workers: new Map(),
-  members: new Map(),
-  rows: new Map(),
-  rowsByWorker: new Map(),
-  bindings: new Map()
-})
-
-/** A bucket's first use starts its cold start and seeds its epoch counter (docs/protocol.md). */
-const touch = (state: BucketState, now: number): void => {
-  if (state.coldSince === undefined) state.coldSince = now
-  if (state.epoch === undefined) state.epoch = BigInt(now) * 1_000_000n
-}
-
-/**
- * One more than the last epoch, and never below `now` followed by six zeros: a Redis failover
- * can lose the counter's last increments, and the clock keeps the epochs increasing anyway.
- */
-const nextEpoch = (last: bigint, now: number): bigint => {
-  const next = last + 1n
-  const floor = BigInt(now) * 1_000_000n
-  return next > floor ? next : floor
-}
-
-const isLive = (state: BucketState, row: PlacementRow, now: number): boolean => {
-  const owner = state.workers.get(row.worker)
-  return (
-    owner !== undefined &&
-    owner.incarnation === row.incarnation &&
-    owner.leaseExpiresAt > now &&
-    (row.windDownAt === 0 || row.windDownAt > now)
-  )
-}
-
-const deleteRow = (state: BucketState, row: PlacementRow): void => {
-  const key = rowKey(row)
-  state.rows.delete(key)
-  const owned = state.rowsByWorker.get(row.worker)
-  owned?.delete(key)
-  if (owned?.size === 0) state.rowsByWorker.delete(row.worker)
-}
-
-const deleteRowsOf = (state: BucketState, worker: string): void => {
-  for (const key of state.rowsByWorker.get(worker) ?? []) state.rows.delete(key)
-  state.rowsByWorker.delete(worker)
-}
-
-const leaveMemberships = (state: BucketState, record: WorkerRecord): void => {
-  for (const entry of record.namespaces) {
-    const key = memberKey(entry.env, entry.namespace)
-    const members = state.members.get(key)
-    members?.delete(record.worker)
-    if (members?.size === 0) state.members.delete(key)
-  }
-}
-
-const removeWorker = (state: BucketState, record: WorkerRecord): void => {
-  leaveMemberships(state, record)
-  deleteRowsOf(state, record.worker)
-  state.workers.delete(record.worker)
-}
 
 export const register = (state: BucketState, now: number, reg: WorkerRegistration, policy: RegistryPolicy): RegisterOutcome => {
   touch(state, now)
@@ -220,7 +141,7 @@ export const resolve = (
       // Placed through this hostname: its owner (this incarnation) is registered for it.
       const ownerServes =
         existing.hostname === query.hostname || servesHostname(owner.namespaces, query.env, query.namespace, query.hostname)
-      const held = decideHeld(existing, ownerServes, query.takeover ?? DEFAULT_TAKEOVER, now, policy.leaseMs)
+      const held = decideHeld(existing, ownerServes, query.takeover, now, policy.leaseMs)
       if (held._tag === "Deny") return { _tag: "HeldByAnotherHostname" }
       if (held._tag === "WindingDown") {
         state.rows.set(key, { ...existing, windDownAt: held.deadline })

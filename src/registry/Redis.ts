@@ -1,74 +1,39 @@
 // The registry on Redis (docs/protocol.md): one Lua script per operation, every script on one
-// bucket. This file holds the transport and the protocol; what each script is sent and
-// answers is encoded and decoded in RedisWire.ts. ioredis loads each script once per
-// connection and then calls it by sha (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out
-// goes as one pipeline per shard (one in all on a single server) and reports bucket by
-// bucket, so a dead shard fails only its own buckets.
-import keySlot from "cluster-key-slot"
+// bucket. This file holds the protocol; the calls reach the shards through RedisFanOut.ts, and
+// what each script is sent and answers is encoded and decoded in the *Wire.ts modules. ioredis
+// loads each script once per connection and then calls it by sha (EVALSHA, reloaded on
+// NOSCRIPT).
 import { Effect, type Scope } from "effect"
 import { Cluster } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
 import type { MetricsService } from "../observe/Metrics.js"
 import { makeBatcher } from "./Batcher.js"
-import { makeCoalescer, type BucketAnswer, type BucketCall, type Coalesced } from "./Coalescer.js"
+import { makeCoalescer, type Coalesced } from "./Coalescer.js"
+import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
+import { propose } from "./MembershipView.js"
+import { decodeCasReply, decodePlacementReply, decodeSweepReply, decodeWindDownReply, placementArgs, releaseArgs, sweepArgs, tagArgs, windDownArgs } from "./PlacementWire.js"
+import { connectRedis, makeClusterDiagnosis, type RedisClient, type ScriptName } from "./RedisConnection.js"
+import { byShard, coalescedOf, fanOut, firstMasterTime, observed, type ObserveCall } from "./RedisFanOut.js"
 import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import { makeRedisHealth, type RedisHealth } from "./RedisHealth.js"
-import { propose } from "./MembershipView.js"
-import { makeRedisViews } from "./RedisView.js"
-import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
-import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
-import { connectRedis, makeClusterDiagnosis, type RedisClient, type ScriptName } from "./RedisConnection.js"
 import type { RedisTarget } from "./RedisTarget.js"
+import { makeRedisViews } from "./RedisView.js"
+import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
+import { decodeAskReply, decodeLastProposalReply, decodeProposalReply, encodeResolveQuery, ResolveMode, resolvePolicyArgs } from "./ResolveWire.js"
+import type { ViewPayload } from "./ViewWire.js"
+import { decodeTime, orDefect, UnexpectedReply } from "./WireReply.js"
 import {
-  decodeAskReply,
-  decodeCasReply,
   decodeDoneReply,
   decodeHeartbeatReply,
   decodeHeldReply,
-  decodeLastProposalReply,
-  decodePlacementReply,
-  decodeProposalReply,
   decodeRegisterReply,
-  decodeSweepReply,
-  decodeTime,
-  decodeWindDownReply,
   decodeWorkersReply,
   encodeDeregisterEntry,
   encodeHeartbeatEntry,
   encodeNackEntry,
   encodeRegisterEntry,
-  encodeResolveQuery,
-  orDefect,
-  placementArgs,
-  releaseArgs,
-  ResolveMode,
-  resolvePolicyArgs,
-  sweepArgs,
-  tagArgs,
-  UnexpectedReply,
-  windDownArgs,
-  workersArgs,
-  type ViewPayload
-} from "./RedisWire.js"
-
-/** Told of every script call: which script, how long it took, whether it failed. */
-export type ObserveCall = (script: string, seconds: number, failed: boolean) => void
-
-/** The promise, with its round trip reported to `observe` (when there is one). */
-const observed = <A>(observe: ObserveCall | undefined, script: string, run: () => Promise<A>, failedOf: (a: A) => boolean): Promise<A> => {
-  if (observe === undefined) return run()
-  const started = performance.now()
-  return run().then(
-    (value) => {
-      observe(script, (performance.now() - started) / 1000, failedOf(value))
-      return value
-    },
-    (error: unknown) => {
-      observe(script, (performance.now() - started) / 1000, true)
-      throw error
-    }
-  )
-}
+  workersArgs
+} from "./WorkerWire.js"
 
 export const makeRedisBackend = (
   client: RedisClient,
@@ -119,7 +84,7 @@ export const makeRedisBackend = (
   )
   const fleetWrite = (buckets: ReadonlyArray<number>, entry: ReadonlyArray<string>) => Effect.map(coalescedWrite(buckets, entry), fanOutOf)
   const minLeaseLeft = minLeaseLeftMs(policy.leaseMs)
-  // The resolve batch's arguments before its queries, made once per bucket: keys, then RedisWire's.
+  // The resolve batch's arguments before its queries, made once per bucket: keys, then ResolveWire's.
   const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)])
   const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<unknown>> =>
     // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
@@ -242,58 +207,8 @@ const eachReply = <A>(decode: (reply: unknown) => A) =>
 
 const withoutAnswers = (out: FanOut<unknown>): FanOut<void> => ({ ...out, reached: out.reached.map(([b]) => [b, undefined] as const) })
 
-/** Redis TIME from the first master of a Cluster to answer; with none known, why. */
-const firstMasterTime = (cluster: Cluster, whyNoMaster: () => Promise<unknown>): Promise<ReadonlyArray<number | string>> => {
-  const masters = cluster.nodes("master")
-  return masters.length === 0 ? whyNoMaster().then((why) => Promise.reject(why)) : Promise.any(masters.map((node) => node.time()))
-}
-
-/** Bucket by bucket answers, as the coalescer reports them. */
-const coalescedOf = (answers: ReadonlyArray<BucketAnswer>): Coalesced<unknown> => {
-  const failed = answers.filter((a) => !a.ok)
-  return {
-    reached: answers.filter((a) => a.ok).map((a) => [a.bucket, a.value] as const),
-    unreached: failed.map((a) => a.bucket),
-    ...(failed.length > 0 ? { cause: failed[0]!.value } : {})
-  }
-}
-
 const noDiagnosis = () => Promise.resolve(new Error(NO_MASTER_KNOWN))
 const silentHealth = makeRedisHealth({ failing: () => undefined, answering: () => undefined, count: () => undefined })
-
-/** `buckets` grouped by shard (by the nodes serving their hash tag's slot); one group on a single server. */
-const byShard = (client: RedisClient, tags: ReadonlyArray<string>, buckets: ReadonlyArray<number>): ReadonlyArray<ReadonlyArray<number>> => {
-  if (!(client instanceof Cluster)) return [buckets]
-  const groups = new Map<string, Array<number>>()
-  for (const bucket of buckets) {
-    const shard = client.slots[keySlot(tags[bucket]!)]?.join(";") ?? ""
-    groups.set(shard, [...(groups.get(shard) ?? []), bucket])
-  }
-  return [...groups.values()]
-}
-
-/** Runs one script call per bucket (its own arguments), one pipeline per shard; never fails as a whole. */
-const fanOut = async (client: RedisClient, tags: ReadonlyArray<string>, calls: ReadonlyArray<BucketCall>, command: string): Promise<Array<BucketAnswer>> => {
-  const answers: Array<BucketAnswer> = []
-  const argsOf = new Map(calls.map((c) => [c.bucket, c.args]))
-  await Promise.all(
-    byShard(client, tags, calls.map((c) => c.bucket)).map(async (buckets) => {
-      const pipeline = client.pipeline() as unknown as Record<string, (...a: Array<string>) => void> & {
-        exec: () => Promise<Array<[Error | null, unknown]> | null>
-      }
-      for (const bucket of buckets) pipeline[command]!(`${tags[bucket]}:cold`, tags[bucket]!, ...argsOf.get(bucket)!)
-      const results = await pipeline.exec().catch((cause: unknown) => buckets.map(() => [cause, undefined] as const))
-      buckets.forEach((bucket, i) => {
-        const [error, value] = results?.[i] ?? [new Error("no reply"), undefined]
-        answers.push(error === null ? { bucket, ok: true, value: value as ReadonlyArray<unknown> } : { bucket, ok: false, value: error })
-      })
-    })
-  )
-  answers.sort((a, b) => a.bucket - b.bucket)
-  // A pipeline does not follow a failover by itself: learn the new masters for the next fan-out.
-  if (answers.some((a) => !a.ok) && client instanceof Cluster) client.refreshSlotsCache()
-  return answers
-}
 
 interface RedisBackendOptions {
   readonly target: RedisTarget

@@ -2,14 +2,14 @@
 // from what each resolve answer carries (the records changed since the view's sequence number,
 // and the workers short of lease at the query's `now`), and read page by page (view.lua) when
 // an answer says the view is too far behind. Each page is one short script call, so no read
-// holds a shard for longer than a page takes. The pages are decoded by RedisWire.ts.
+// holds a shard for longer than a page takes. The pages are decoded by ViewWire.ts.
 import { applyUpdates, emptyView, resetView, seqAfter, type BucketView } from "./MembershipView.js"
-import { decodeLogPage, decodeMembersPage, decodeShortPage, viewPageArgs, type ViewPayload } from "./RedisWire.js"
+import { decodeLogPage, decodeMembersPage, decodeShortPage, viewPageArgs, type ViewPayload } from "./ViewWire.js"
 
 /** Records per page of view.lua. */
 const PAGE = 256
 
-/** One call of view.lua with its arguments (RedisWire.ts viewPageArgs); the raw reply. */
+/** One call of view.lua with its arguments (ViewWire.ts viewPageArgs); the raw reply. */
 export type ViewRead = (bucket: number, now: number, args: ReadonlyArray<string>) => Promise<unknown>
 
 export interface RedisViews {

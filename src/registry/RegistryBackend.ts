@@ -1,11 +1,11 @@
 // What the two registry backends (Memory.ts, Redis.ts) implement: the per-bucket operations of the
 // reference model with `now` passed in, and the all-bucket operations fanned out at once.
-// Registry.ts puts Clock, Random, bucket hashing and the API's answers around it.
+// RegistryOnBackend.ts puts Clock, Random, bucket hashing and the API's answers around it.
 //
 // A fan-out reports bucket by bucket: on a Redis Cluster one shard can be down while the
 // others answer, and the buckets that answered must still count (docs/registry-api.md "Partial
 // answers on a Redis Cluster").
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type {
   BucketHeartbeat,
   CasOutcome,
@@ -19,7 +19,7 @@ import type {
   WorkerRegistration,
   WorkerView
 } from "./Domain.js"
-import type { RegistryUnavailable } from "../Errors.js"
+import { RegistryUnavailable } from "../Errors.js"
 
 type BucketOp<A> = Effect.Effect<A, RegistryUnavailable>
 
@@ -33,6 +33,14 @@ export interface FanOut<A> {
 }
 
 type Every<A> = Effect.Effect<FanOut<A>>
+
+/** A fan-out that reached no bucket at all is the registry being unavailable. */
+export const reachedAny = <A>(out: FanOut<A>): Effect.Effect<FanOut<A>, RegistryUnavailable> =>
+  out.reached.length > 0 ? Effect.succeed(out) : Effect.fail(out.failure ?? new RegistryUnavailable({}))
+
+/** A fan-out that must reach every bucket (a retry finishes the job: these calls are idempotent). */
+export const reachedAll = <A>(out: FanOut<A>): Effect.Effect<void, RegistryUnavailable> =>
+  out.unreached.length === 0 ? Effect.void : Effect.fail(out.failure ?? new RegistryUnavailable({}))
 
 export interface RegistryBackend {
   readonly buckets: number

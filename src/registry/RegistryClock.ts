@@ -26,11 +26,11 @@ export interface RegistryClockService {
 }
 
 /** Re-sampled this often while samples come (docs/protocol.md "Time")... */
-export const SAMPLE_EVERY_MS = 2_000
+export const CLOCK_SAMPLE_EVERY_MS = 2_000
 /** ...and this often while they do not, so that a registry back up is learnt soon. */
-export const SAMPLE_AGAIN_MS = 250
+export const CLOCK_SAMPLE_AGAIN_MS = 250
 /** A sample older than three rounds is not trusted: the registry has not been reached since. */
-export const SAMPLE_STALE_MS = 3 * SAMPLE_EVERY_MS
+export const CLOCK_SAMPLE_STALE_MS = 3 * CLOCK_SAMPLE_EVERY_MS
 /** Tries per round for a sample whose round trip is short enough. */
 const TRIES_PER_ROUND = 3
 
@@ -75,7 +75,7 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
   Effect.gen(function* () {
     const metrics = yield* Metrics
     const clock = yield* Clock.Clock
-    const bounds = { maxOffsetMs, staleMs: SAMPLE_STALE_MS }
+    const bounds = { maxOffsetMs, staleMs: CLOCK_SAMPLE_STALE_MS }
     let sample: ClockSample | undefined
     /** The state last logged: a start in bound says nothing. */
     let told: ClockReading["_tag"] = "InBound"
@@ -117,7 +117,7 @@ export const makeSampledClock = (backend: RegistryBackend, maxOffsetMs: number) 
         yield* logChange(now, maxOffsetMs)
         told = now._tag
       }
-      return fresh === undefined ? SAMPLE_AGAIN_MS : SAMPLE_EVERY_MS
+      return fresh === undefined ? CLOCK_SAMPLE_AGAIN_MS : CLOCK_SAMPLE_EVERY_MS
     })
 
     const firstWait = yield* round

@@ -25,7 +25,7 @@ export const V2_MAX_ADDRESS_BYTES = 4096
 
 const NEED_MORE: ProxyHeaderParse = { _tag: "NeedMore" }
 const invalid = (reason: string): ProxyHeaderParse => ({ _tag: "Invalid", reason })
-const parsed = (source: string | undefined, length: number): ProxyHeaderParse => ({ _tag: "Parsed", source, length })
+const parsedHeader = (source: string | undefined, length: number): ProxyHeaderParse => ({ _tag: "Parsed", source, length })
 
 const V1_SIGNATURE = Buffer.from("PROXY ", "latin1")
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
@@ -71,7 +71,7 @@ const parseV1 = (received: Buffer): ProxyHeaderParse => {
 const v1Line = (line: string, length: number): ProxyHeaderParse => {
   const fields = line.split(" ")
   // "PROXY UNKNOWN" may be followed by anything up to the CRLF, which is ignored.
-  if (fields[1] === "UNKNOWN") return parsed(undefined, length)
+  if (fields[1] === "UNKNOWN") return parsedHeader(undefined, length)
   if (fields[1] !== "TCP4" && fields[1] !== "TCP6") return invalid(`v1 header: protocol ${JSON.stringify(fields[1])} is none of TCP4, TCP6, UNKNOWN`)
   if (fields.length !== 6) return invalid("v1 header: not `PROXY TCPn source destination sport dport` with single spaces")
   const [, protocol, source, destination, sourcePort, destinationPort] = fields as [string, string, string, string, string, string]
@@ -80,7 +80,7 @@ const v1Line = (line: string, length: number): ProxyHeaderParse => {
   for (const address of [source, destination])
     if (isIP(address) !== family || address.includes("%")) return invalid(`v1 header: ${JSON.stringify(address)} is no IPv${family} address`)
   for (const port of [sourcePort, destinationPort]) if (!isPort(port)) return invalid(`v1 header: ${JSON.stringify(port)} is no port`)
-  return parsed(family === 4 ? source : canonicalV6(source), length)
+  return parsedHeader(family === 4 ? source : canonicalV6(source), length)
 }
 
 // v2 ------------------------------------------------------------------------------------------
@@ -111,18 +111,18 @@ const parseV2 = (received: Buffer): ProxyHeaderParse => {
   }
   const length = 16 + addressLength
   if (received.length < length) return NEED_MORE
-  if (local) return parsed(undefined, length)
+  if (local) return parsedHeader(undefined, length)
   switch (family) {
     case AF_INET:
-      return parsed(received.subarray(16, 20).join("."), length)
+      return parsedHeader(received.subarray(16, 20).join("."), length)
     case AF_INET6: {
       const groups: Array<string> = []
       for (let at = 16; at < 32; at += 2) groups.push(received.readUInt16BE(at).toString(16))
-      return parsed(canonicalV6(groups.join(":")), length)
+      return parsedHeader(canonicalV6(groups.join(":")), length)
     }
     default:
       // AF_UNSPEC and AF_UNIX: no address of the client's to give; the socket's own peer stands.
-      return parsed(undefined, length)
+      return parsedHeader(undefined, length)
   }
 }
 

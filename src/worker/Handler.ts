@@ -32,7 +32,7 @@ export interface HandlerDeps {
   readonly log: (message: string, error?: unknown) => void
 }
 
-const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+const respondJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
   const text = JSON.stringify(body)
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers }).end(text)
 }
@@ -60,7 +60,7 @@ const receivedTraceParent = (req: IncomingMessage): string | undefined => {
   return parseTraceParent(value) === undefined ? undefined : (value as string)
 }
 
-const admit = async (deps: HandlerDeps, req: IncomingMessage, traceparent: string | undefined): Promise<WorkerAdmission> => {
+const admitAttested = async (deps: HandlerDeps, req: IncomingMessage, traceparent: string | undefined): Promise<WorkerAdmission> => {
   const attested = await verifyAttestation(req.headers[ATTESTATION_HEADER], deps.key, deps.worker, deps.now())
   if (attested === undefined) return { _tag: "Refused", status: 401, error: "missing or invalid Pinboard-Attestation" }
   const definition = deps.definitions.get(attested.namespace)
@@ -94,23 +94,23 @@ export const handleRequest = async (
 ): Promise<void> => {
   let admission: WorkerAdmission
   try {
-    admission = await admit(deps, req, traceparent)
+    admission = await admitAttested(deps, req, traceparent)
   } catch (error) {
     deps.log(`${req.method} ${req.url}: activation failed`, error)
-    return json(res, 500, { error: "activation failed" })
+    return respondJson(res, 500, { error: "activation failed" })
   }
-  if (admission._tag === "Refused") return json(res, admission.status, { error: admission.error }, admission.headers)
+  if (admission._tag === "Refused") return respondJson(res, admission.status, { error: admission.error }, admission.headers)
   const { request, activation, definition } = admission
   res.once("close", () => deps.activations.leave(activation))
   const route = matchRoute(definition, req.method ?? "GET", request.path)
-  if (route._tag === "NotFound") return json(res, 404, { error: "not found" })
-  if (route._tag === "MethodNotAllowed") return json(res, 405, { error: "method not allowed" }, { allow: route.allow })
+  if (route._tag === "NotFound") return respondJson(res, 404, { error: "not found" })
+  if (route._tag === "MethodNotAllowed") return respondJson(res, 405, { error: "method not allowed" }, { allow: route.allow })
   if (route.headFromGet) keepGetLength(res)
   try {
     await route.handler(request, res)
   } catch (error) {
     deps.log(`${req.method} ${req.url}: handler failed`, error)
-    if (!res.headersSent) json(res, 500, { error: "internal error" })
+    if (!res.headersSent) respondJson(res, 500, { error: "internal error" })
     else res.destroy()
   }
 }
@@ -138,7 +138,7 @@ export const handleUpgrade = async (
   socket.on("error", () => socket.destroy())
   let admission: WorkerAdmission
   try {
-    admission = await admit(deps, req, traceparent)
+    admission = await admitAttested(deps, req, traceparent)
   } catch (error) {
     deps.log(`upgrade ${req.url}: activation failed`, error)
     return bareStatus(socket, 500)

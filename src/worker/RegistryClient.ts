@@ -54,7 +54,7 @@ export class RegistryCallFailed extends Data.TaggedError("RegistryCallFailed")<{
 const NoBuckets = Schema.Array(Schema.Int).pipe(Schema.withDecodingDefaultType(Effect.succeed([])))
 
 // The answers as docs/registry-api.md gives them; fields Pinboard may add later are ignored.
-const RegisterAnswer = Schema.Struct({
+const WorkerRegistered = Schema.Struct({
   incarnation: Schema.String,
   leaseMs: Schema.Number,
   heartbeatMs: Schema.Number,
@@ -145,7 +145,7 @@ export const httpRegistryClient = (options: HttpRegistryOptions): RegistryClient
         ...(options.registrationEpoch === undefined ? {} : { epoch: options.registrationEpoch })
       })
       if (answer.status !== 200) throw unexpected("register", answer)
-      const { incarnation, leaseMs, heartbeatMs, buckets, unrenewed } = decodeAnswer(RegisterAnswer, "register", answer.json)
+      const { incarnation, leaseMs, heartbeatMs, buckets, unrenewed } = decodeAnswer(WorkerRegistered, "register", answer.json)
       return { incarnation, leaseMs, heartbeatMs, ...(buckets === undefined ? {} : { buckets }), unrenewed }
     },
     heartbeat: async (incarnation, status) => {

@@ -8,7 +8,7 @@ import { fleetSnapshot, readFleet } from "../../src/http/FleetSnapshot.js"
 import type { RateSeries } from "../../src/observe/Rates.js"
 import type { RegistryPolicy, WorkerView } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
-import { makeRegistry } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 
 const rates: RateSeries = { intervalMs: 1000, kept: 300, endsAt: 99_000, requests: [1, 2.5], errors: [0, 0.5] }
 
@@ -88,7 +88,7 @@ describe("readFleet", () => {
 
   it.effect("reads every worker and the placements each holds, in worker id order", () =>
     Effect.gen(function* () {
-      const registry = makeRegistry(makeMemoryBackend(4, policy), policy)
+      const registry = makeRegistry(makeMemoryBackend(4, policy), policy, () => "wind_down")
       yield* TestClock.setTime(1_000_000)
       const b = yield* registry.register({ worker: "b", advertiseUrl: "http://127.0.0.1:1/b", namespaces: threads, headroom: 3, draining: false })
       yield* registry.register({ worker: "a", advertiseUrl: "http://127.0.0.1:1/a", namespaces: threads, headroom: 9, draining: true })

@@ -10,11 +10,12 @@ import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import type { ClockReading } from "../../src/registry/ClockReading.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
 import { localRegistryClock } from "../../src/registry/RegistryClock.js"
-import { makeRegistry, Registry } from "../../src/registry/Registry.js"
+import { Registry } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 
 const policy = { leaseMs: 15_000, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: 15_000 }
 const withRegistry = (time: RegistryBackend["time"], reading: ClockReading = { _tag: "InBound", nowMs: 0, offsetMs: 0 }) =>
-  Effect.provideService(Registry, makeRegistry({ ...makeMemoryBackend(1, policy), time }, policy, undefined, { ...localRegistryClock, reading: Effect.succeed(reading) }))
+  Effect.provideService(Registry, makeRegistry({ ...makeMemoryBackend(1, policy), time }, policy, () => "wind_down", { ...localRegistryClock, reading: Effect.succeed(reading) }))
 
 describe("/readyz", () => {
   it.effect("is ready while the registry answers and its clock is in bound", () =>

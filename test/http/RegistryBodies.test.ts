@@ -3,7 +3,7 @@
 // the wrong type told as a bad value of the right one, array items as namespaces[i].
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
-import { decodeBody, decodeParam, Env, HeartbeatBody, HostnameRegisterBody, PageLimit, RegisterBody, TagBody } from "../../src/http/RegistryBodies.js"
+import { decodeBody, decodeParam, EnvName, HeartbeatBody, HostnameRegisterBody, PageLimit, RegisterBody, TagBody } from "../../src/http/RegistryBodies.js"
 
 const register = { worker: "w1", advertiseUrl: "http://10.0.0.1:9000/", namespaces: ["/threads"], headroom: 1 }
 const tag = { namespace: "/threads", id: "t1", epoch: "1", tag: "x" }
@@ -51,8 +51,8 @@ describe("registry API bodies", () => {
 
   it("path and query parameters under their own names", () => {
     expect(problemOf(decodeParam(PageLimit, "limit", "01"))).toBe("limit: expected an integer from 1 to 1000")
-    expect(problemOf(decodeParam(Env, "env", "a b"))).toBe("env: expected 0-128 characters of [A-Za-z0-9._~-]")
-    expect(problemOf(decodeParam(Env, "incarnation", null))).toBe("incarnation: is required")
+    expect(problemOf(decodeParam(EnvName, "env", "a b"))).toBe("env: expected 0-128 characters of [A-Za-z0-9._~-]")
+    expect(problemOf(decodeParam(EnvName, "incarnation", null))).toBe("incarnation: is required")
     expect(decodeParam(PageLimit, "limit", "1000")).toEqual(Result.succeed("1000"))
   })
 })

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
 import type { Cluster, Redis } from "ioredis"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
-import { makeRegistry } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import type { RedisClient } from "../../src/registry/RedisConnection.js"
 import { connect, connectCluster, redisBackend, useRedis, useRedisCluster } from "../support/RedisBackend.js"
 
@@ -28,7 +28,7 @@ describe.each(LAYERS)("racing registrations on %s", (_name, clients) => {
     Effect.gen(function* () {
       const [first, second] = yield* Effect.promise(clients)
       const prefix = `race${Math.random().toString(36).slice(2, 8)}`
-      const pinboards = [first, second].map((client) => makeRegistry(redisBackend(client, prefix, BUCKETS, policy), policy))
+      const pinboards = [first, second].map((client) => makeRegistry(redisBackend(client, prefix, BUCKETS, policy), policy, () => "wind_down"))
       const register = (pinboard: number, pair: number, env: string) =>
         Effect.result(
           pinboards[pinboard]!.register({

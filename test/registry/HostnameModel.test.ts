@@ -8,7 +8,8 @@ import { TestClock } from "effect/testing"
 import type { NamespaceRegistration, RegistryPolicy } from "../../src/registry/Domain.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
-import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { redisBackend, useRedis } from "../support/RedisBackend.js"
 
 const LEASE = 15_000

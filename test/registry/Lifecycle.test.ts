@@ -6,7 +6,8 @@ import { TestClock } from "effect/testing"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { rendezvousScore } from "../../src/registry/Placement.js"
-import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { backendSubjects, useRedis } from "../support/RedisBackend.js"
 
 const LEASE = 15_000
@@ -28,7 +29,7 @@ const subjects: ReadonlyArray<readonly [string, () => Subject]> = backendSubject
   name,
   () => {
     const { backend, wipe } = make()
-    return { registry: makeRegistry(backend, policy), wipe }
+    return { registry: makeRegistry(backend, policy, () => "wind_down"), wipe }
   }
 ])
 

@@ -37,7 +37,7 @@ describe("a membership view's proposal", () => {
       applyUpdates(view, workers.map((w, i) => ({ worker: ids[i]!, record: record(ids[i]!, w.headroom, w.draining) })))
       const short = new Set(ids.filter((_, i) => workers[i]!.short))
       for (const affinity of affinities) {
-        const query: ResolveQuery = { env: "", namespace: "/n", id: "x", hostname: "", caller: undefined, affinity, excluded: [], r1: r, r2: 0.999 - r }
+        const query: ResolveQuery = { env: "", namespace: "/n", id: "x", hostname: "", takeover: "wind_down", caller: undefined, affinity, excluded: [], r1: r, r2: 0.999 - r }
         const candidates = candidatesOf(view, query, 0, short, policy)
         const expected = choosePlacement({ candidates, caller: undefined, affinity, balanceFactor: policy.balanceFactor, r1: query.r1, r2: query.r2 }) ?? ""
         expect(propose(view, query, 0, short, policy)).toBe(expected)
@@ -45,7 +45,7 @@ describe("a membership view's proposal", () => {
       // The same affinity values after a worker leaves: new members, new rankings.
       applyUpdates(view, [{ worker: ids[0]!, record: undefined }])
       for (const affinity of affinities) {
-        const query: ResolveQuery = { env: "", namespace: "/n", id: "x", hostname: "", caller: undefined, affinity, excluded: [], r1: r, r2: 0.999 - r }
+        const query: ResolveQuery = { env: "", namespace: "/n", id: "x", hostname: "", takeover: "wind_down", caller: undefined, affinity, excluded: [], r1: r, r2: 0.999 - r }
         const candidates = candidatesOf(view, query, 0, short, policy)
         const expected = choosePlacement({ candidates, caller: undefined, affinity, balanceFactor: policy.balanceFactor, r1: query.r1, r2: query.r2 }) ?? ""
         expect(propose(view, query, 0, short, policy)).toBe(expected)

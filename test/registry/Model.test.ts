@@ -4,6 +4,7 @@
 // itself).
 import { describe, expect, it } from "@effect/vitest"
 import { rowKey, type NamespaceRegistration, type RegistryPolicy, type ResolveQuery, type WorkerRegistration } from "../../src/registry/Domain.js"
+import { emptyBucket, type BucketState } from "../../src/registry/BucketState.js"
 import * as Model from "../../src/registry/Model.js"
 
 const LEASE = 15_000
@@ -27,6 +28,7 @@ const query = (id: string, extra: Partial<ResolveQuery> = {}): ResolveQuery => (
   namespace: "/threads",
   id,
   hostname: "",
+  takeover: "wind_down",
   caller: undefined,
   affinity: "10.0.0.1",
   excluded: [],
@@ -48,13 +50,13 @@ const beat = (worker: string, extra: Partial<Parameters<typeof Model.heartbeat>[
 
 /** A bucket first used at T0 with the given workers registered then and again at WARM, its cold start over. */
 const warmBucket = (...workers: ReadonlyArray<WorkerRegistration>) => {
-  const state = Model.emptyBucket()
+  const state = emptyBucket()
   for (const reg of workers) Model.register(state, T0, reg, policy)
   for (const reg of workers) Model.register(state, WARM, reg, policy)
   return state
 }
 
-const placedOn = (state: Model.BucketState, now: number, id: string, extra: Partial<ResolveQuery> = {}) => {
+const placedOn = (state: BucketState, now: number, id: string, extra: Partial<ResolveQuery> = {}) => {
   const outcome = Model.resolve(state, now, query(id, extra), policy)
   if (outcome._tag !== "Placed") throw new Error(`expected ${id} placed, got ${outcome._tag}`)
   return outcome
@@ -62,7 +64,7 @@ const placedOn = (state: Model.BucketState, now: number, id: string, extra: Part
 
 describe("the bucket's first use and its epochs", () => {
   it("a cold start of one lease from the first use, whatever the operation; the time left is the Retry-After", () => {
-    const state = Model.emptyBucket()
+    const state = emptyBucket()
     expect(Model.release(state, T0, key("a"), "1")).toEqual({ _tag: "Conflict", current: null })
     Model.register(state, T0 + 5_000, registration("w1"), policy)
     expect(Model.resolve(state, T0 + 5_000, query("a"), policy)).toEqual({ _tag: "ColdStart", retryAfterMs: LEASE - 5_000 })
@@ -71,14 +73,14 @@ describe("the bucket's first use and its epochs", () => {
   })
 
   it("a heartbeat, tag, wind-down or resolve that comes first is the first use: the cold start runs from it", () => {
-    const firstUses: ReadonlyArray<[string, (state: Model.BucketState) => unknown]> = [
+    const firstUses: ReadonlyArray<[string, (state: BucketState) => unknown]> = [
       ["heartbeat", (state) => Model.heartbeat(state, T0, beat("w1"), policy)],
       ["tag", (state) => Model.tag(state, T0, key("a"), "1", "owner")],
       ["wind-down", (state) => Model.beginWindDown(state, T0, key("a"), "1", policy)],
       ["resolve", (state) => Model.resolve(state, T0, query("a"), policy)]
     ]
     for (const [operation, firstUse] of firstUses) {
-      const state = Model.emptyBucket()
+      const state = emptyBucket()
       firstUse(state)
       Model.register(state, WARM - 1, registration("w1"), policy)
       expect(Model.resolve(state, WARM, query("a"), policy)._tag, `first use: ${operation}`).toBe("Placed")
@@ -95,7 +97,7 @@ describe("the bucket's first use and its epochs", () => {
 
   it("the counter starts at the first use's time followed by six zeros: with no cold start, a placement in that millisecond is above it", () => {
     const instant: RegistryPolicy = { ...policy, leaseMs: 0 }
-    const state = Model.emptyBucket()
+    const state = emptyBucket()
     Model.register(state, T0, registration("w1"), instant)
     const outcome = Model.resolve(state, T0, query("a"), instant)
     expect(outcome).toMatchObject({ _tag: "Placed", epoch: `${T0}000001` })

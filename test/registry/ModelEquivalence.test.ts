@@ -139,7 +139,7 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
     case "deregister":
       return run(backend.deregister(now, cmd.worker, cmd.stale ? "stale" : known.incarnations.get(cmd.worker) ?? "none"))
     case "resolve":
-      return run(backend.resolve(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, { ...keyOf(cmd), hostname: cmd.hostname ?? "", ...(cmd.takeover === undefined ? {} : { takeover: cmd.takeover }), caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }))
+      return run(backend.resolve(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, { ...keyOf(cmd), hostname: cmd.hostname ?? "", takeover: cmd.takeover ?? "wind_down", caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }))
     case "release":
     case "windDown":
     case "tag": {

@@ -6,7 +6,8 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
-import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { redisBackend, useRedis } from "../support/RedisBackend.js"
 
 const LEASE = 15_000
@@ -21,8 +22,8 @@ const redis = useRedis()
 let prefixes = 0
 
 const subjects: ReadonlyArray<readonly [string, () => RegistryService]> = [
-  ["embedded", () => makeRegistry(makeMemoryBackend(BUCKETS, policy), policy)],
-  ["redis", () => makeRegistry(redisBackend(redis.client, `held${prefixes++}`, BUCKETS, policy), policy)]
+  ["embedded", () => makeRegistry(makeMemoryBackend(BUCKETS, policy), policy, () => "wind_down")],
+  ["redis", () => makeRegistry(redisBackend(redis.client, `held${prefixes++}`, BUCKETS, policy), policy, () => "wind_down")]
 ]
 
 /** w1 and w2 live, w3 draining, the cold start behind them; their incarnations. */

@@ -1,4 +1,4 @@
-// The registry's wire to Redis (src/registry/RedisWire.ts): every reply kind of every script
+// The registry's wire to Redis (src/registry/*Wire.ts, WireReply.ts): every reply kind of every script
 // decodes to what it says, in the format its script's header gives; a reply the protocol does
 // not allow is a defect (UnexpectedReply) naming the script and the reply, never an answer.
 import { describe, expect, it } from "@effect/vitest"
@@ -6,30 +6,11 @@ import { Cause, Effect, Exit, Option, Result } from "effect"
 import type { ResolveOutcome } from "../../src/registry/Domain.js"
 import type { RecordUpdate } from "../../src/registry/MembershipView.js"
 import type { ScriptName } from "../../src/registry/RedisConnection.js"
-import {
-  decodeAskReply,
-  decodeCasReply,
-  decodeDoneReply,
-  decodeHeartbeatReply,
-  decodeHeldReply,
-  decodeLastProposalReply,
-  decodeLogPage,
-  decodeMembersPage,
-  decodePlacementReply,
-  decodeProposalReply,
-  decodeRegisterReply,
-  decodeShortPage,
-  decodeSweepReply,
-  decodeWindDownReply,
-  decodeWorkersReply,
-  encodeResolveQuery,
-  orDefect,
-  ResolveMode,
-  UnexpectedReply,
-  type AskReply,
-  type ProposalReply,
-  type ViewPayload
-} from "../../src/registry/RedisWire.js"
+import { decodeCasReply, decodePlacementReply, decodeSweepReply, decodeWindDownReply } from "../../src/registry/PlacementWire.js"
+import { decodeAskReply, decodeLastProposalReply, decodeProposalReply, encodeResolveQuery, ResolveMode, type AskReply, type ProposalReply } from "../../src/registry/ResolveWire.js"
+import { decodeLogPage, decodeMembersPage, decodeShortPage, type ViewPayload } from "../../src/registry/ViewWire.js"
+import { orDefect, UnexpectedReply } from "../../src/registry/WireReply.js"
+import { decodeDoneReply, decodeHeartbeatReply, decodeHeldReply, decodeRegisterReply, decodeWorkersReply } from "../../src/registry/WorkerWire.js"
 import * as Gen from "../support/Arbitraries.js"
 
 // --- resolve.lua's replies, written as the script writes them ---------------------------
@@ -140,9 +121,9 @@ const expectUnexpected = <R>(decode: (reply: R) => unknown, reply: R, script: Sc
 
 describe("resolve.lua's wire", () => {
   it("a query is its ten fields, the mode named", () => {
-    const query = { env: "prod", namespace: "/threads", id: "t1", hostname: "a.example", caller: undefined, affinity: "x", excluded: [], r1: 0, r2: 0 }
+    const query = { env: "prod", namespace: "/threads", id: "t1", hostname: "a.example", takeover: "wind_down" as const, caller: undefined, affinity: "x", excluded: [], r1: 0, r2: 0 }
     expect(encodeResolveQuery(1700, { ...query, takeover: "deny" }, ResolveMode.propose, "w-a", "1600", "42")).toBe("1700\nprod\n/threads\nt1\na.example\ndeny\np\nw-a\n1600\n42")
-    expect(encodeResolveQuery(1700, query, ResolveMode.ask, "", "", "0").split("\n")).toEqual(["1700", "prod", "/threads", "t1", "a.example", "", "a", "", "", "0"])
+    expect(encodeResolveQuery(1700, query, ResolveMode.ask, "", "", "0").split("\n")).toEqual(["1700", "prod", "/threads", "t1", "a.example", "wind_down", "a", "", "", "0"])
     expect([ResolveMode.ask, ResolveMode.propose, ResolveMode.lastProposal]).toEqual(["a", "p", "f"])
   })
 

@@ -9,7 +9,7 @@ import { RegistryUnavailable } from "../../src/Errors.js"
 import { Metrics, type MetricsService } from "../../src/observe/Metrics.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
-import { makeSampledClock, SAMPLE_AGAIN_MS, SAMPLE_EVERY_MS, SAMPLE_STALE_MS } from "../../src/registry/RegistryClock.js"
+import { makeSampledClock, CLOCK_SAMPLE_AGAIN_MS, CLOCK_SAMPLE_EVERY_MS, CLOCK_SAMPLE_STALE_MS } from "../../src/registry/RegistryClock.js"
 import { skewedClock } from "../support/SkewedClock.js"
 
 const T = 1_800_000_000_000
@@ -56,13 +56,13 @@ describe("the registry clock", () => {
       const link = { up: true, registryAhead: 300, delayMs: 0 }
       const { clock } = yield* processClock(yield* registryAt(link), { ms: 0 })
       link.up = false
-      yield* TestClock.adjust(SAMPLE_STALE_MS)
-      expect(yield* clock.now).toBe(T + 300 + SAMPLE_STALE_MS)
+      yield* TestClock.adjust(CLOCK_SAMPLE_STALE_MS)
+      expect(yield* clock.now).toBe(T + 300 + CLOCK_SAMPLE_STALE_MS)
       yield* TestClock.adjust(1)
       expect(yield* Effect.flip(clock.now)).toBeInstanceOf(RegistryUnavailable)
       link.up = true
-      yield* TestClock.adjust(SAMPLE_AGAIN_MS)
-      expect(yield* clock.now).toBe(T + 300 + SAMPLE_STALE_MS + 1 + SAMPLE_AGAIN_MS)
+      yield* TestClock.adjust(CLOCK_SAMPLE_AGAIN_MS)
+      expect(yield* clock.now).toBe(T + 300 + CLOCK_SAMPLE_STALE_MS + 1 + CLOCK_SAMPLE_AGAIN_MS)
     }))
 
   it.effect("gives no time while the wall clock is out of bound, either way, and resumes by itself", () =>
@@ -73,13 +73,13 @@ describe("the registry clock", () => {
       skew.ms = 20_000
       expect(yield* Effect.flip(clock.now)).toMatchObject({ _tag: "ClockOffsetTooLarge", offsetMs: 20_000 })
       expect(yield* clock.reading).toEqual({ _tag: "OutOfBound", offsetMs: 20_000 })
-      yield* TestClock.adjust(SAMPLE_EVERY_MS)
+      yield* TestClock.adjust(CLOCK_SAMPLE_EVERY_MS)
       expect(counted.outOfBound).toBe(1)
       skew.ms = -(MAX_OFFSET_MS + 1)
       expect(yield* Effect.flip(clock.now)).toMatchObject({ _tag: "ClockOffsetTooLarge", offsetMs: -(MAX_OFFSET_MS + 1) })
       skew.ms = -MAX_OFFSET_MS
-      expect(yield* clock.now).toBe(T + SAMPLE_EVERY_MS)
-      yield* TestClock.adjust(SAMPLE_EVERY_MS)
+      expect(yield* clock.now).toBe(T + CLOCK_SAMPLE_EVERY_MS)
+      yield* TestClock.adjust(CLOCK_SAMPLE_EVERY_MS)
       expect(counted.offsets.at(-1)).toBe(-MAX_OFFSET_MS)
     }))
 
@@ -89,7 +89,7 @@ describe("the registry clock", () => {
       const link = { up: true, registryAhead: 0, delayMs: 0 }
       const { clock } = yield* processClock(yield* registryAt(link), { ms: 0 })
       link.registryAhead = -3_600_000
-      yield* TestClock.adjust(SAMPLE_EVERY_MS)
+      yield* TestClock.adjust(CLOCK_SAMPLE_EVERY_MS)
       expect(yield* Effect.flip(clock.now)).toMatchObject({ _tag: "ClockOffsetTooLarge", offsetMs: 3_600_000 })
     }))
 
@@ -102,7 +102,7 @@ describe("the registry clock", () => {
       const { clock } = yield* Fiber.join(made)
       expect(yield* clock.reading).toEqual({ _tag: "Unsampled" })
       link.delayMs = MAX_OFFSET_MS / 2
-      yield* TestClock.adjust(SAMPLE_AGAIN_MS + MAX_OFFSET_MS / 2)
+      yield* TestClock.adjust(CLOCK_SAMPLE_AGAIN_MS + MAX_OFFSET_MS / 2)
       // Taken at the round trip's midpoint: the registry answered its time as of the send.
       const now = yield* clock.now
       expect(now).toBe(yield* Clock.currentTimeMillis.pipe(Effect.map((t) => t - MAX_OFFSET_MS / 2 + MAX_OFFSET_MS / 4)))

@@ -16,7 +16,8 @@ import { bucketOf } from "../../src/contract/Bucket.js"
 import { Metrics } from "../../src/observe/Metrics.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
-import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { makeSampledClock } from "../../src/registry/RegistryClock.js"
 import { backendSubjects, useRedis, type BackendSubject } from "../support/RedisBackend.js"
 import { skewedClock } from "../support/SkewedClock.js"
@@ -93,7 +94,7 @@ const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
       makeSampledClock(backend, MAX_OFFSET_MS).pipe(
         Effect.provide(Layer.succeed(Metrics, { clockOffset: () => undefined, clockOutOfBound: () => undefined } as never)),
         Effect.provideService(Clock.Clock, skewedClock(base, () => skew[name])),
-        Effect.map((clock) => makeRegistry(backend, policy, undefined, clock))
+        Effect.map((clock) => makeRegistry(backend, policy, () => "wind_down", clock))
       )
     const replicas: Record<Via, RegistryService> = { A: yield* replicaOn("A"), B: yield* replicaOn("B") }
     const inBound = (name: Via) => Math.abs(skew[name]) <= MAX_OFFSET_MS

@@ -11,7 +11,7 @@ import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { minLeaseLeftMs, rowKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "../../src/registry/Domain.js"
 import { propose } from "../../src/registry/MembershipView.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
-import type { BucketState } from "../../src/registry/Model.js"
+import type { BucketState } from "../../src/registry/BucketState.js"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { makeRedisViews, type RedisViews } from "../../src/registry/RedisView.js"
 import { modelCandidates, modelChoice } from "../support/ModelPlacement.js"
@@ -210,7 +210,7 @@ class Run {
 
   queryOf(cmd: Resolve): ResolveQuery {
     const id = cmd.id ?? `fresh${this.fresh++}`
-    return { env: "", namespace: cmd.namespace, id, hostname: "", caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }
+    return { env: "", namespace: cmd.namespace, id, hostname: "", takeover: "wind_down", caller: cmd.caller, affinity: cmd.affinity, excluded: cmd.excluded, r1: cmd.r1, r2: cmd.r2 }
   }
 
   /** The workers short of lease at `now` per the reference (what the script's lease index answers). */

@@ -1,4 +1,4 @@
-// A reply the registry's wire does not know (src/registry/RedisWire.ts) is a defect, on a real
+// A reply the registry's wire does not know (src/registry/WireReply.ts) is a defect, on a real
 // redis-server and through the real Registry: the resolve dies with UnexpectedReply naming the
 // script and the reply, never fails with a catalogue row such as NoLiveBackends (a 503 a client
 // retries for ever), and Pinboard answers `500 internal error`. The forged replies come from a
@@ -11,8 +11,9 @@ import type { Redis } from "ioredis"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
-import { UnexpectedReply } from "../../src/registry/RedisWire.js"
-import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import { UnexpectedReply } from "../../src/registry/WireReply.js"
+import type { RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { connect, useRedis } from "../support/RedisBackend.js"
 import { startPinboard, type TestPinboard } from "../support/TestPinboard.js"
 
@@ -49,7 +50,7 @@ const WANTS_FULL_READ = `local out = {} for i = 7, #ARGV do out[#out + 1] = "cho
 /** A registry on `client` with a worker registered and kept alive past the cold start. */
 const warmRegistry = (client: Redis, prefix: string, draining = false) =>
   Effect.gen(function* () {
-    const registry = makeRegistry(makeRedisBackend(client, { prefix, buckets: BUCKETS, policy }), policy)
+    const registry = makeRegistry(makeRedisBackend(client, { prefix, buckets: BUCKETS, policy }), policy, () => "wind_down")
     yield* TestClock.setTime(T0)
     const { incarnation } = yield* registry.register({ worker: "w-a", advertiseUrl: "http://127.0.0.1:1/w-a", namespaces: threads, headroom: 1, draining })
     for (let beat = 0; beat < 2; beat++) {

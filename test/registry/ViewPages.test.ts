@@ -54,7 +54,7 @@ const registration = (worker: string, headroom: number): WorkerRegistration => (
   draining: false
 })
 
-const query = (id: string): ResolveQuery => ({ env: "", namespace: "/n", id, hostname: "", caller: undefined, affinity: `client-${id}`, excluded: [], r1: 0.25, r2: 0.75 })
+const query = (id: string): ResolveQuery => ({ env: "", namespace: "/n", id, hostname: "", takeover: "wind_down", caller: undefined, affinity: `client-${id}`, excluded: [], r1: 0.25, r2: 0.75 })
 
 describe("a membership view far behind its bucket", () => {
   it("reads the log in pages past one answer's 128 changes, and the members in pages past 256 workers; the choice is the model's", async () => {

@@ -2,7 +2,7 @@
 // registry: the model-based tests hold the Redis layer's answers to it.
 import { memberKey, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { servesHostname } from "../../src/registry/Hostnames.js"
-import type { BucketState } from "../../src/registry/Model.js"
+import type { BucketState } from "../../src/registry/BucketState.js"
 import { byWorkerId, choosePlacement, isPlaceable, type Candidate } from "../../src/registry/Placement.js"
 
 /** Step 5 on the reference state: the workers a new placement may go to at `now`, in worker id order. */

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto"
 import type { Takeover } from "../../src/Config.js"
 import type { PlacementRow, RegistryPolicy, ResolveOutcome, WorkerRecord } from "../../src/registry/Domain.js"
-import type { BucketState } from "../../src/registry/Model.js"
+import type { BucketState } from "../../src/registry/BucketState.js"
 
 export interface NaiveQuery {
   readonly env: string

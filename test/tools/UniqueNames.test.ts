@@ -1,42 +1,101 @@
 // Names in src/ say what a thing is (../shared/STYLE.md "Names"), so one name is one thing: a
-// class, interface or type alias is declared in one file only.
+// class, interface or type alias is declared in one file only, and so is a top-level value (a
+// `const`, `let` or `function`, exported or not). A file may give a value and a type one name:
+// a Schema and the type it decodes to (`export const Takeover = ...; export type Takeover = ...`).
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url))
-const DECLARATION = /^(?:export\s+)?(?:declare\s+)?(?:abstract\s+)?(?:class|interface|type)\s+([A-Za-z_$][\w$]*)/gm
+const TYPE_LEVEL = /^(?:export\s+)?(?:declare\s+)?(?:abstract\s+)?(?:class|interface|type)\s+([A-Za-z_$][\w$]*)/gm
+// Top level only (a declaration at the start of a line): a local inside a function may repeat a name.
+const VALUE_LEVEL = /^(?:export\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:const|let|var|function\*?|class|enum)\s+([A-Za-z_$][\w$]*)/gm
+/** `const { values: flags } = ...` on one line: the names bound are the identifiers not followed by ":". */
+const DESTRUCTURING = /^(?:export\s+)?(?:const|let|var)\s+([{[][^=\n]*[}\]])\s*=/gm
+const BOUND = /[A-Za-z_$][\w$]*(?=\s*(?:[,}\]=]|$))/g
 
-/** Each declared type-level name with the files that declare it. */
-const declarations = (): Map<string, Array<string>> => {
-  const files = readdirSync(SRC, { recursive: true, encoding: "utf8" })
-    .filter((path) => path.endsWith(".ts"))
-    .map((path) => path.split("\\").join("/"))
-    .sort()
+/**
+ * Duplicates in folders another change is rewriting (issue 39: pipeline/, observe/, proxy/,
+ * http/Server.ts, http/Answer.ts), which this one may not edit: each name with the files that
+ * declare it. To be renamed there; then the entry goes (the last test fails while it stays).
+ */
+const PENDING_RENAMES: Readonly<Record<string, ReadonlyArray<string>>> = {
+  // pipeline/Deliver.ts's local `release` (a new placement released after a failed forward)
+  // shares its name with registry/Model.ts's release operation, which the backends mirror.
+  release: ["pipeline/Deliver.ts", "registry/Model.ts"]
+}
+
+const sourceFiles = readdirSync(SRC, { recursive: true, encoding: "utf8" })
+  .filter((path) => path.endsWith(".ts"))
+  .map((path) => path.split("\\").join("/"))
+  .sort()
+
+/** Each name `namesIn` finds declared, with the files that declare it. */
+const declarations = (namesIn: (source: string) => Iterable<string>): Map<string, Array<string>> => {
   const byName = new Map<string, Array<string>>()
-  for (const file of files) {
-    for (const [, name] of readFileSync(join(SRC, file), "utf8").matchAll(DECLARATION)) {
-      const where = byName.get(name!) ?? []
+  for (const file of sourceFiles) {
+    for (const name of namesIn(readFileSync(join(SRC, file), "utf8"))) {
+      const where = byName.get(name) ?? []
       if (!where.includes(file)) where.push(file)
-      byName.set(name!, where)
+      byName.set(name, where)
     }
   }
   return byName
 }
 
-describe("type-level names in src/", () => {
-  const byName = declarations()
-  const twice = [...byName].filter(([, files]) => files.length > 1)
+const matches = (pattern: RegExp) => (source: string) => [...source.matchAll(pattern)].map(([, name]) => name!)
+const valueNames = (source: string) => [
+  ...matches(VALUE_LEVEL)(source),
+  ...[...source.matchAll(DESTRUCTURING)].flatMap(([, binding]) => binding!.match(BOUND) ?? [])
+]
 
+const typeLevel = declarations(matches(TYPE_LEVEL))
+const valueLevel = declarations(valueNames)
+const anyLevel = declarations((source) => new Set([...matches(TYPE_LEVEL)(source), ...valueNames(source)]))
+
+const isPending = (name: string, files: ReadonlyArray<string>) =>
+  PENDING_RENAMES[name] !== undefined && [...files].sort().join(" ") === [...PENDING_RENAMES[name]].sort().join(" ")
+const twice = (byName: Map<string, Array<string>>) => Object.fromEntries([...byName].filter(([name, files]) => files.length > 1 && !isPending(name, files)))
+
+describe("type-level names in src/", () => {
   it("are declared in one file each", () => {
-    expect(Object.fromEntries(twice)).toEqual({})
+    expect(twice(typeLevel)).toEqual({})
   })
 
   it("the worker library's and inspect's no longer collide with Pinboard's", () => {
-    expect(byName.get("LeaseLost")).toEqual(["Errors.ts"])
-    expect(byName.get("UsageError")).toEqual(["cli/CommandLine.ts"])
-    expect(byName.get("Admitted")).toEqual(["pipeline/Pipeline.ts"])
-    expect(byName.get("Target")).toEqual(["proxy/Target.ts"])
+    expect(typeLevel.get("LeaseLost")).toEqual(["Errors.ts"])
+    expect(typeLevel.get("UsageError")).toEqual(["cli/CommandLine.ts"])
+    expect(typeLevel.get("Admitted")).toEqual(["pipeline/Pipeline.ts"])
+    expect(typeLevel.get("Target")).toEqual(["proxy/Target.ts"])
+  })
+})
+
+describe("value-level names in src/", () => {
+  it("are declared in one file each, exported or not", () => {
+    expect(twice(valueLevel)).toEqual({})
+  })
+
+  it("name no type of another file: a value and a type share a name in one file only", () => {
+    expect(twice(anyLevel)).toEqual({})
+  })
+
+  it("are read from every kind of top-level declaration", () => {
+    expect(valueLevel.get("flags")).toEqual(["demo/worker.ts"])
+    expect(valueLevel.get("Registry")).toEqual(["registry/Registry.ts"])
+    expect(valueLevel.get("makeRegistry")).toEqual(["registry/RegistryOnBackend.ts"])
+    expect(anyLevel.get("Takeover")).toEqual(["config/Fields.ts"])
+  })
+
+  it("the registry's clock samples under its own name, the catalogue's rows under theirs", () => {
+    expect(valueLevel.get("CLOCK_SAMPLE_EVERY_MS")).toEqual(["registry/RegistryClock.ts"])
+    expect(anyLevel.get("NotPlaced")).toEqual(["Errors.ts"])
+    expect(anyLevel.get("Provider")).toEqual(["auth/Providers.ts"])
+    expect(anyLevel.get("Env")).toEqual(["config/Sources.ts"])
+    expect(anyLevel.get("RegisterAnswer")).toEqual(["registry/Registry.ts"])
+  })
+
+  it("every pending rename is still a duplicate (remove the entry once it is done)", () => {
+    expect(Object.keys(PENDING_RENAMES).filter((name) => !isPending(name, anyLevel.get(name) ?? []))).toEqual([])
   })
 })

@@ -14,7 +14,8 @@ import { Arbitrary, Clock, Effect, Exit, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend } from "../../src/registry/Memory.js"
-import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
+import type { RegistryService } from "../../src/registry/Registry.js"
+import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
 import { Activations, type Refusal } from "../../src/worker/Activations.js"
 import { keepLease, type Lease } from "../../src/worker/Lease.js"
 import type { RegistryClient } from "../../src/worker/RegistryClient.js"
@@ -109,7 +110,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
     const clock = yield* Clock.Clock
     const now = () => clock.currentTimeMillisUnsafe()
     const backend = makeMemoryBackend(BUCKETS, policy)
-    const registry: RegistryService = makeRegistry(backend, policy)
+    const registry: RegistryService = makeRegistry(backend, policy, () => "wind_down")
     /** What the registry calls saw wrong: they run in the workers' fibers, so the test reads them after each step. */
     const violations: Array<string> = []
     const workers = new Map<string, WorkerState>(WORKERS.map((name) => [name, { link: { state: "up" }, process: undefined, granted: undefined, lost: new Set(), deregistered: new Set(), generation: 0 }]))

@@ -2,7 +2,7 @@
 -- ARGV: T, now (unused: each query has its own), leaseMs, minLeaseLeftMs, nackThreshold,
 --       nackWindowMs, then one query per argument:
 --       "now\nenv\nnamespace\nid\nhostname\ntakeover\nmode\nproposal\ngen\nseq"
---       (hostname "" outside hostname-aware mode, takeover "" for wind_down; mode, proposal,
+--       (hostname "" outside hostname-aware mode, takeover "wind_down" or "deny"; mode, proposal,
 --       gen and seq: see placeNew; fields never contain "\n").
 -- Answers one string per query: "placed\nworker\nadvertiseUrl\nepoch\n0|1", "unknown",
 -- "cold\nretryAfterMs", "none", "choose\n<view payload>", "stale\n<view payload>", "again"; in
