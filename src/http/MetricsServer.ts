@@ -8,7 +8,7 @@ import { AppConfig } from "../AppConfig.js"
 import { TEXT_PLAIN, type Reply } from "../Errors.js"
 import { readFleet } from "./FleetSnapshot.js"
 import { Metrics } from "../observe/Metrics.js"
-import { makeRateRing, RATES_KEPT, ratesOf, SAMPLE_EVERY_MS, sampleForever } from "../observe/Rates.js"
+import { makeRateRing, RATES_KEPT, ratesOf, RATE_SAMPLE_EVERY_MS, sampleForever } from "../observe/Rates.js"
 import { Registry } from "../registry/Registry.js"
 import { listen } from "../serving/Listen.js"
 import { fleetRoutes, type Route } from "./FleetPage.js"
@@ -55,7 +55,7 @@ export class MetricsServer extends Context.Service<MetricsServer, { readonly por
       const ring = makeRateRing(RATES_KEPT)
       yield* Effect.forkScoped(sampleForever(ring, metrics.answered))
       const runPromise = Effect.runPromiseWith(yield* Effect.context<never>())
-      const readSnapshot = () => runPromise(readFleet(registry, config.buckets, () => ratesOf(ring, SAMPLE_EVERY_MS)))
+      const readSnapshot = () => runPromise(readFleet(registry, config.buckets, () => ratesOf(ring, RATE_SAMPLE_EVERY_MS)))
       const serveMetrics: Route = (req, res) =>
         void metrics.render().then(
           ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(req.method === "HEAD" ? undefined : body),

@@ -80,11 +80,11 @@ export const ratesOf = (ring: RateRing, intervalMs: number): RateSeries => {
 }
 
 /** One sample a second, five minutes of rates. */
-export const SAMPLE_EVERY_MS = 1000
+export const RATE_SAMPLE_EVERY_MS = 1000
 export const RATES_KEPT = 300
-const sampleSchedule = Schedule.fixed(Duration.millis(SAMPLE_EVERY_MS))
+const sampleSchedule = Schedule.fixed(Duration.millis(RATE_SAMPLE_EVERY_MS))
 
-/** Samples `totals` into `ring` now and then every SAMPLE_EVERY_MS, for as long as it runs. */
+/** Samples `totals` into `ring` now and then every RATE_SAMPLE_EVERY_MS, for as long as it runs. */
 export const sampleForever = (ring: RateRing, totals: AnsweredTotals): Effect.Effect<void> =>
   Effect.clockWith((clock) => Effect.sync(() => recordSample(ring, clock.currentTimeMillisUnsafe(), totals))).pipe(
     Effect.repeat(sampleSchedule),

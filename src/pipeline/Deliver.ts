@@ -61,7 +61,7 @@ export class Deliver extends Context.Service<Deliver, DeliverService>()("pinboar
 
 const undelivered = (why: AttemptError, placement: Placement | undefined) => new Undelivered({ why, placement })
 
-const isRefusal = (failure: Undelivered) => failure.why._tag === "RefusedBy"
+const wasRefused = (failure: Undelivered) => failure.why._tag === "RefusedBy"
 
 const noPlacement = (why: ResolveError) => undelivered(why, undefined)
 
@@ -125,12 +125,12 @@ const makeDeliver = (
   const rePlace = <Sent>(request: ResolveRequest, transport: Transport<Sent>, refused: Undelivered) =>
     Effect.catchIf(
       placeAndSend({ ...request, excluded: [refused.placement!.worker] }, transport),
-      (failure) => isRefusal(failure) || failure.why._tag === "NoLiveBackends",
+      (failure) => wasRefused(failure) || failure.why._tag === "NoLiveBackends",
       (failure) => undelivered(new RefusedBy(), failure.placement ?? refused.placement)
     )
 
   return <Sent>(request: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Delivery<Sent>> => {
-    const placed = transport.canRePlace ? Effect.catchIf(placeAndSend(request, transport), isRefusal, (refused) => rePlace(request, transport, refused)) : placeAndSend(request, transport)
+    const placed = transport.canRePlace ? Effect.catchIf(placeAndSend(request, transport), wasRefused, (refused) => rePlace(request, transport, refused)) : placeAndSend(request, transport)
     return Effect.matchCause(placed, {
       onSuccess: ({ placement, sent }): Delivery<Sent> => ({ placement, sent, failure: undefined }),
       onFailure: (cause): Delivery<Sent> => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { countAnswer, emptyTotals, makeRateRing, ratesOf, recordSample, sampleForever, SAMPLE_EVERY_MS } from "../../src/observe/Rates.js"
+import { countAnswer, emptyTotals, makeRateRing, ratesOf, recordSample, sampleForever, RATE_SAMPLE_EVERY_MS } from "../../src/observe/Rates.js"
 
 describe("answered totals", () => {
   it("count every answer as a request and 5xx (only) as an error", () => {
@@ -56,9 +56,9 @@ describe("the rate ring", () => {
       expect(ring.filled).toBe(1)
       for (let s = 0; s < 4; s++) {
         for (let i = 0; i < 10 * (s + 1); i++) countAnswer(totals, i === 0 ? 500 : 200)
-        yield* TestClock.adjust(SAMPLE_EVERY_MS)
+        yield* TestClock.adjust(RATE_SAMPLE_EVERY_MS)
       }
-      expect(ratesOf(ring, SAMPLE_EVERY_MS)).toEqual({
+      expect(ratesOf(ring, RATE_SAMPLE_EVERY_MS)).toEqual({
         intervalMs: 1000,
         kept: 300,
         endsAt: 1_004_000,

@@ -15,17 +15,6 @@ const VALUE_LEVEL = /^(?:export\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?
 const DESTRUCTURING = /^(?:export\s+)?(?:const|let|var)\s+([{[][^=\n]*[}\]])\s*=/gm
 const BOUND = /[A-Za-z_$][\w$]*(?=\s*(?:[,}\]=]|$))/g
 
-/**
- * Duplicates in folders another change is rewriting (issue 39: pipeline/, observe/, proxy/,
- * http/Server.ts, http/Answer.ts), which this one may not edit: each name with the files that
- * declare it. To be renamed there; then the entry goes (the last test fails while it stays).
- */
-const PENDING_RENAMES: Readonly<Record<string, ReadonlyArray<string>>> = {
-  // pipeline/Deliver.ts's local `release` (a new placement released after a failed forward)
-  // shares its name with registry/Model.ts's release operation, which the backends mirror.
-  release: ["pipeline/Deliver.ts", "registry/Model.ts"]
-}
-
 const sourceFiles = readdirSync(SRC, { recursive: true, encoding: "utf8" })
   .filter((path) => path.endsWith(".ts"))
   .map((path) => path.split("\\").join("/"))
@@ -54,9 +43,7 @@ const typeLevel = declarations(matches(TYPE_LEVEL))
 const valueLevel = declarations(valueNames)
 const anyLevel = declarations((source) => new Set([...matches(TYPE_LEVEL)(source), ...valueNames(source)]))
 
-const isPending = (name: string, files: ReadonlyArray<string>) =>
-  PENDING_RENAMES[name] !== undefined && [...files].sort().join(" ") === [...PENDING_RENAMES[name]].sort().join(" ")
-const twice = (byName: Map<string, Array<string>>) => Object.fromEntries([...byName].filter(([name, files]) => files.length > 1 && !isPending(name, files)))
+const twice = (byName: Map<string, Array<string>>) => Object.fromEntries([...byName].filter(([, files]) => files.length > 1))
 
 describe("type-level names in src/", () => {
   it("are declared in one file each", () => {
@@ -93,9 +80,5 @@ describe("value-level names in src/", () => {
     expect(anyLevel.get("Provider")).toEqual(["auth/Providers.ts"])
     expect(anyLevel.get("Env")).toEqual(["config/Sources.ts"])
     expect(anyLevel.get("RegisterAnswer")).toEqual(["registry/Registry.ts"])
-  })
-
-  it("every pending rename is still a duplicate (remove the entry once it is done)", () => {
-    expect(Object.keys(PENDING_RENAMES).filter((name) => !isPending(name, anyLevel.get(name) ?? []))).toEqual([])
   })
 })
