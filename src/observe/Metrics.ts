@@ -6,6 +6,7 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client"
 import { countAnswer, emptyTotals, type AnsweredTotals } from "./Rates.js"
+import { meteredResolve, type MeterResolve } from "./ResolveMetrics.js"
 
 /** How a resolve ended, as the resolve histogram labels it. */
 export type ResolveOutcomeLabel =
@@ -29,8 +30,12 @@ export interface Gauges {
   readonly tunnels: () => number
 }
 
+/** Times a Redis round trip; `failedOf` says whether its answer counts as failed. */
+export type TimeRedisCall = <A>(script: string, run: () => Promise<A>, failedOf: (answer: A) => boolean) => Promise<A>
+
+export const untimed: TimeRedisCall = (_script, run) => run()
+
 export interface MetricsService {
-  readonly enabled: boolean
   /** Requests answered and 5xx among them, since start: what the fleet page's rates sample (Rates.ts). */
   readonly answered: Readonly<AnsweredTotals>
   /** An instance request answered, its namespace as the pipeline read it (if it got that far). */
@@ -38,10 +43,12 @@ export interface MetricsService {
   /** An answer Pinboard wrote itself, by its catalogue error tag. */
   readonly error: (tag: string) => void
   readonly resolve: (namespace: string, outcome: ResolveOutcomeLabel, seconds: number) => void
+  /** The registry's `resolve`, timed and counted by outcome: `resolve` itself when metrics are off. */
+  readonly meterResolve: MeterResolve
   /** A worker refused an activation in-band (its nack is counted too). */
   readonly refusal: () => void
-  /** One Redis script call (a fan-out counts once), how long it took, whether it failed. */
-  readonly redisCall: (script: string, seconds: number, failed: boolean) => void
+  /** One Redis script call (a fan-out counts once), timed and counted: the call itself when metrics are off. */
+  readonly timeRedisCall: TimeRedisCall
   /** One failed Redis call, by the kind of its reason (registry/RedisFailure.ts). */
   readonly registryFailure: (kind: string) => void
   readonly watch: (gauges: Partial<Gauges>) => void
@@ -64,13 +71,13 @@ export class Metrics extends Context.Service<Metrics, MetricsService>()("pinboar
 }
 
 export const metricsOff: MetricsService = {
-  enabled: false,
   answered: emptyTotals(),
   request: () => undefined,
   error: () => undefined,
   resolve: () => undefined,
+  meterResolve: (resolve) => resolve,
   refusal: () => undefined,
-  redisCall: () => undefined,
+  timeRedisCall: untimed,
   registryFailure: () => undefined,
   watch: () => undefined,
   clockOffset: () => undefined,
@@ -181,8 +188,12 @@ export const makeMetrics = (): MetricsService => {
   const labelOf = (namespace: string | undefined) =>
     namespace !== undefined && known.has(namespace) ? namespace : OTHER_NAMESPACE
 
+  const resolve: MetricsService["resolve"] = (namespace, outcome, seconds) => {
+    resolves.observe({ outcome }, seconds)
+    if (outcome === "forwarded" || outcome === "placed" || outcome === "re_placed") known.add(namespace)
+    if (outcome === "placed" || outcome === "re_placed") placements.inc({ namespace, kind: outcome })
+  }
   return {
-    enabled: true,
     answered,
     request: (namespace, status, seconds) => {
       countAnswer(answered, status)
@@ -191,15 +202,25 @@ export const makeMetrics = (): MetricsService => {
       requestSeconds.observe({ class: cls }, seconds)
     },
     error: (tag) => errors.inc({ error: tag }),
-    resolve: (namespace, outcome, seconds) => {
-      resolves.observe({ outcome }, seconds)
-      if (outcome === "forwarded" || outcome === "placed" || outcome === "re_placed") known.add(namespace)
-      if (outcome === "placed" || outcome === "re_placed") placements.inc({ namespace, kind: outcome })
-    },
+    resolve,
+    meterResolve: (registryResolve) => meteredResolve(registryResolve, { resolve }),
     refusal: () => refusals.inc(),
-    redisCall: (script, seconds, failed) => {
-      redisSeconds.observe({ script }, seconds)
-      if (failed) redisErrors.inc({ script })
+    timeRedisCall: (script, run, failedOf) => {
+      const started = performance.now()
+      const observe = (failed: boolean) => {
+        redisSeconds.observe({ script }, (performance.now() - started) / 1000)
+        if (failed) redisErrors.inc({ script })
+      }
+      return run().then(
+        (answer) => {
+          observe(failedOf(answer))
+          return answer
+        },
+        (error: unknown) => {
+          observe(true)
+          throw error
+        }
+      )
     },
     registryFailure: (kind) => registryFailures.inc({ reason: kind }),
     watch: (given) => {

@@ -31,12 +31,16 @@ interface ResolveFacts {
   readonly excluded: ReadonlyArray<string>
 }
 
-/** `resolve`, timed and counted; itself when metrics are off, so the hot path pays nothing. */
+/** A decorator of the registry's `resolve` (Metrics.ts's `meterResolve`). */
+export type MeterResolve = <Request extends ResolveFacts, Placement extends { readonly isNew: boolean }, Refusal extends { readonly _tag: RefusalTag }>(
+  resolve: (request: Request) => Effect.Effect<Placement, Refusal>
+) => (request: Request) => Effect.Effect<Placement, Refusal>
+
+/** `resolve`, timed and counted by `metrics`. */
 export const meteredResolve = <Request extends ResolveFacts, Placement extends { readonly isNew: boolean }, Refusal extends { readonly _tag: RefusalTag }>(
   resolve: (request: Request) => Effect.Effect<Placement, Refusal>,
-  metrics: MetricsService
+  metrics: Pick<MetricsService, "resolve">
 ): ((request: Request) => Effect.Effect<Placement, Refusal>) => {
-  if (!metrics.enabled) return resolve
   const outcomeOf = (request: Request, placement: Placement): ResolveOutcomeLabel =>
     !placement.isNew ? "forwarded" : request.excluded.length > 0 ? "re_placed" : "placed"
   return (request) =>

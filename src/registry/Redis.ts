@@ -6,14 +6,14 @@
 import { Effect, type Scope } from "effect"
 import { Cluster } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
-import type { MetricsService } from "../observe/Metrics.js"
+import { type MetricsService, type TimeRedisCall, untimed } from "../observe/Metrics.js"
 import { makeBatcher } from "./Batcher.js"
 import { makeCoalescer, type Coalesced } from "./Coalescer.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
 import { propose } from "./MembershipView.js"
 import { decodeCasReply, decodePlacementReply, decodeSweepReply, decodeWindDownReply, placementArgs, releaseArgs, sweepArgs, tagArgs, windDownArgs } from "./PlacementWire.js"
 import { connectRedis, makeClusterDiagnosis, type RedisClient, type ScriptName } from "./RedisConnection.js"
-import { byShard, coalescedOf, fanOut, firstMasterTime, observed, type ObserveCall } from "./RedisFanOut.js"
+import { byShard, coalescedOf, fanOut, firstMasterTime } from "./RedisFanOut.js"
 import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import { makeRedisHealth, type RedisHealth } from "./RedisHealth.js"
 import type { RedisTarget } from "./RedisTarget.js"
@@ -35,13 +35,16 @@ import {
   workersArgs
 } from "./WorkerWire.js"
 
+const neverFailed = () => false
+
 export const makeRedisBackend = (
   client: RedisClient,
   options: {
     readonly prefix: string
     readonly buckets: number
     readonly policy: RegistryPolicy
-    readonly observe?: ObserveCall
+    /** Times each round trip (the metrics'); by default, none is. */
+    readonly timeCall?: TimeRedisCall
     /** Told of every failure, to say why Redis fails (RedisHealth.ts); silent when omitted. */
     readonly health?: RedisHealth
     /** On a Cluster, why no master is known (RedisConnection.ts makeClusterDiagnosis). */
@@ -50,7 +53,7 @@ export const makeRedisBackend = (
     readonly makeViews?: typeof makeRedisViews
   }
 ): RegistryBackend => {
-  const { prefix, buckets, policy, observe, health = silentHealth, whyNoMaster = noDiagnosis, makeViews = makeRedisViews } = options
+  const { prefix, buckets, policy, timeCall = untimed, health = silentHealth, whyNoMaster = noDiagnosis, makeViews = makeRedisViews } = options
   const unavailable = (cause: unknown) => new RegistryUnavailable({ cause, reason: health.failed(cause).reason })
   /** Bucket by bucket answers as a fan-out's outcome. */
   const fanOutOf = <A>(out: Coalesced<A>): FanOut<A> =>
@@ -58,10 +61,10 @@ export const makeRedisBackend = (
   const tags = Array.from({ length: buckets }, (_, b) => `{${prefix}:${b}}`)
   const commands = client as unknown as Record<string, (...args: Array<string>) => Promise<unknown>>
 
-  /** One script call with its whole argument list (keys first), reported to `observe`. */
+  /** One script call with its whole argument list (keys first), timed. */
   const invoke = (name: ScriptName, args: ReadonlyArray<string>): Promise<unknown> => {
     const run = () => commands[`pinboard_${name}`]!.apply(client, args as Array<string>)
-    return observe === undefined ? run() : observed(observe, name, run, () => false)
+    return timeCall(name, run, neverFailed)
   }
   const call = (name: ScriptName, bucket: number, now: number, args: ReadonlyArray<string>) => {
     const tag = tags[bucket]!
@@ -74,11 +77,11 @@ export const makeRedisBackend = (
   const all = tags.map((_, bucket) => bucket)
   const every = (name: ScriptName, now: number, args: ReadonlyArray<string>, only: ReadonlyArray<number> = all): Effect.Effect<FanOut<unknown>> =>
     Effect.promise(() =>
-      observed(observe, name, () => fanOut(client, tags, only.map((bucket) => ({ bucket, args: [String(now), ...args] })), `pinboard_${name}`), (out) => out.some((a) => !a.ok))
+      timeCall(name, () => fanOut(client, tags, only.map((bucket) => ({ bucket, args: [String(now), ...args] })), `pinboard_${name}`), (out) => out.some((a) => !a.ok))
     ).pipe(Effect.map((answers) => fanOutOf(coalescedOf(answers))))
   // Membership writes, coalesced per bucket across workers: fleet.lua's entries.
   const coalescedWrite = makeCoalescer((calls) =>
-    observed(observe, "fleet", () => fanOut(client, tags, calls.map((c) => ({ bucket: c.bucket, args: ["0", ...c.args] })), "pinboard_fleet"), (out) =>
+    timeCall("fleet", () => fanOut(client, tags, calls.map((c) => ({ bucket: c.bucket, args: ["0", ...c.args] })), "pinboard_fleet"), (out) =>
       out.some((a) => !a.ok)
     )
   )
@@ -232,6 +235,6 @@ export const redisBackend = (options: RedisBackendOptions, metrics: MetricsServi
       ...options,
       health,
       whyNoMaster: makeClusterDiagnosis(options.target),
-      ...(metrics.enabled ? { observe: metrics.redisCall } : {})
+      timeCall: metrics.timeRedisCall
     })
   })

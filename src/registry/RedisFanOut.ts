@@ -1,30 +1,10 @@
 // How the Redis registry's calls reach the buckets' shards (docs/protocol.md "Cost at scale"):
 // an all-bucket fan-out goes as one pipeline per shard (one in all on a single server) and
-// reports bucket by bucket, so a dead shard fails only its own buckets; each round trip is told
-// to the metrics when they are on.
+// reports bucket by bucket, so a dead shard fails only its own buckets.
 import keySlot from "cluster-key-slot"
 import { Cluster } from "ioredis"
 import type { BucketAnswer, BucketCall, Coalesced } from "./Coalescer.js"
 import type { RedisClient } from "./RedisConnection.js"
-
-/** Told of every script call: which script, how long it took, whether it failed. */
-export type ObserveCall = (script: string, seconds: number, failed: boolean) => void
-
-/** The promise, with its round trip reported to `observe` (when there is one). */
-export const observed = <A>(observe: ObserveCall | undefined, script: string, run: () => Promise<A>, failedOf: (a: A) => boolean): Promise<A> => {
-  if (observe === undefined) return run()
-  const started = performance.now()
-  return run().then(
-    (value) => {
-      observe(script, (performance.now() - started) / 1000, failedOf(value))
-      return value
-    },
-    (error: unknown) => {
-      observe(script, (performance.now() - started) / 1000, true)
-      throw error
-    }
-  )
-}
 
 /** Redis TIME from the first master of a Cluster to answer; with none known, why. */
 export const firstMasterTime = (cluster: Cluster, whyNoMaster: () => Promise<unknown>): Promise<ReadonlyArray<number | string>> => {

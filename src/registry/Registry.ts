@@ -18,7 +18,6 @@ import type {
   UnknownNamespace
 } from "../Errors.js"
 import { Metrics } from "../observe/Metrics.js"
-import { meteredResolve } from "../observe/ResolveMetrics.js"
 import { Backend } from "./Backend.js"
 import type { ClockReading } from "./ClockReading.js"
 import type { CasOutcome, NamespaceRegistration, PlacementKey, PlacementView, WindDownDue, WindDownOutcome, WorkerView } from "./Domain.js"
@@ -138,7 +137,7 @@ export class Registry extends Context.Service<Registry, RegistryService>()("pinb
       const config = yield* AppConfig
       const registry = makeRegistry(yield* Backend, policyOf(config), takeoverOf(config), yield* RegistryClock)
       yield* sweepForever(registry)
-      return { ...registry, resolve: meteredResolve(registry.resolve, yield* Metrics) }
+      return { ...registry, resolve: (yield* Metrics).meterResolve(registry.resolve) }
     })
   )
 
