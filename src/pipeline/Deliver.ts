@@ -93,8 +93,7 @@ const makeDeliver = (
    * One resolve, inflight slot and send, stale `staleAfterMs` after the resolve was asked
    * (Infinity: sent however late). The attempt holds the worker's slot until the send ends.
    */
-  const attempt = <Sent>(asked: ResolveRequest, transport: Transport<Sent>, staleAfterMs: number): Effect.Effect<Attempted<Sent>, Undelivered> =>
-    Effect.gen(function* () {
+  const attempt = Effect.fnUntraced(function* <Sent>(asked: ResolveRequest, transport: Transport<Sent>, staleAfterMs: number) {
       const resolvedAt = now()
       const placement = yield* Effect.mapError(tracing.resolve(resolvePlacement(registry, asked)), noPlacement)
       yield* Effect.mapError(cap.take(placement.worker), (full) => undelivered(full, placement))
@@ -106,7 +105,7 @@ const makeDeliver = (
       )
       if (sent._tag === "Success") return { placement, sent: sent.success }
       return yield* undelivered(yield* afterSendFailed(asked, placement, sent.failure), placement)
-    })
+  })
 
   /** A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent however late. */
   const placeAndSend = <Sent>(asked: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Attempted<Sent>, Undelivered> =>
