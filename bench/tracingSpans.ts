@@ -9,8 +9,7 @@
 //
 //   npm run bench:tracing -- --spans [--fibers=100000] [--rounds=5]
 import type { IncomingMessage } from "node:http"
-import { Effect, Exit, Scheduler, Scope } from "effect"
-import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
+import { Effect, Exit, Scope } from "effect"
 import { exchangeObserver, type ExchangeFacts } from "../src/observe/Exchange.js"
 import { metricsOff } from "../src/observe/Metrics.js"
 import { makeTracing, tracingOff, type TracingService } from "../src/observe/Tracing.js"
@@ -64,8 +63,8 @@ export const runSpanCosts = async (): Promise<void> => {
   const scope = await Effect.runPromise(Scope.make())
   const tracing = await Effect.runPromise(Scope.provide(makeTracing(`http://127.0.0.1:${port}`), scope))
   const sampledOut = await Effect.runPromise(Scope.provide(makeTracing(`http://127.0.0.1:${port}`, 0), scope))
-  // The request fibers' context as src/http/Server.ts makes it: the request scheduler, and with traces on the tracer.
-  const requestContext = () => Effect.provideService(Effect.context<never>(), Scheduler.Scheduler, makeRequestScheduler())
+  // The request fibers' context as src/http/Server.ts makes it: with traces on, the tracer.
+  const requestContext = () => Effect.context<never>()
   const runOff = Effect.runForkWith(await Effect.runPromise(requestContext()))
   const runOn = Effect.runForkWith(await Effect.runPromise(tracing.withTracer(requestContext())))
 

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import type https from "node:https"
-import { Context, Effect, Layer, Scheduler } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { ConnectNotImplemented } from "../Errors.js"
 import { InstancePipeline } from "../pipeline/Pipeline.js"
@@ -17,7 +17,6 @@ import { ClientAddress } from "../pipeline/ClientAddress.js"
 import { InflightCap } from "../pipeline/InflightCap.js"
 import type { TunnelSet } from "../proxy/Tunnel.js"
 import type { Registry } from "../registry/Registry.js"
-import { makeRequestScheduler } from "./RequestScheduler.js"
 import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
 import { acceptProxyProtocol } from "../serving/ProxyProtocol.js"
@@ -41,11 +40,9 @@ export class Server extends Context.Service<Server, { readonly port: number }>()
 const serve = Effect.gen(function* () {
   const config = yield* AppConfig
   const tracing = yield* Tracing
-  // The request fibers run on the request scheduler and, with traces on, with the OTLP tracer
-  // (observe/Tracing.ts): both in the context they are forked with.
-  const context = yield* tracing.withTracer(
-    Effect.provideService(Effect.context<Registry | AppConfig>(), Scheduler.Scheduler, makeRequestScheduler())
-  )
+  // With traces on, the request fibers run with the OTLP tracer (observe/Tracing.ts), in the
+  // context they are forked with.
+  const context = yield* tracing.withTracer(Effect.context<Registry | AppConfig>())
   const run = Effect.runForkWith(context)
   const pipeline = yield* InstancePipeline
   let shuttingDown = false

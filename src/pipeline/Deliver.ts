@@ -94,17 +94,18 @@ const makeDeliver = (
    * (Infinity: sent however late). The attempt holds the worker's slot until the send ends.
    */
   const attempt = Effect.fnUntraced(function* <Sent>(asked: ResolveRequest, transport: Transport<Sent>, staleAfterMs: number) {
-      const resolvedAt = now()
-      const placement = yield* Effect.mapError(tracing.resolve(resolvePlacement(registry, asked)), noPlacement)
-      yield* Effect.mapError(cap.take(placement.worker), (full) => undelivered(full, placement))
-      const sent = yield* Effect.result(
-        Effect.ensuring(
-          tracing.forward(placement, (traceparent) => transport.send(placement, resolvedAt + staleAfterMs, traceparent)),
-          Effect.sync(() => cap.release(placement.worker))
-        )
+    const resolvedAt = now()
+    const placement = yield* Effect.mapError(tracing.resolve(resolvePlacement(registry, asked)), noPlacement)
+    const taken = yield* Effect.result(cap.take(placement.worker))
+    if (taken._tag === "Failure") return yield* undelivered(taken.failure, placement)
+    const sent = yield* Effect.result(
+      Effect.ensuring(
+        tracing.forward(placement, (traceparent) => transport.send(placement, resolvedAt + staleAfterMs, traceparent)),
+        Effect.sync(() => cap.release(placement.worker))
       )
-      if (sent._tag === "Success") return { placement, sent: sent.success }
-      return yield* undelivered(yield* afterSendFailed(asked, placement, sent.failure), placement)
+    )
+    if (sent._tag === "Success") return { placement, sent: sent.success }
+    return yield* undelivered(yield* afterSendFailed(asked, placement, sent.failure), placement)
   })
 
   /** A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent however late. */

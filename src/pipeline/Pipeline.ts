@@ -144,18 +144,18 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
 
       /** The check order: the id, its admission, then the delivery over the transport made for it. */
       const route = Effect.fnUntraced(function* <Sent>(req: IncomingMessage, transportFor: (admitted: Admitted, client: string) => Transport<Sent>) {
-          const rawUrl = req.url ?? "/"
-          const address = yield* Effect.exit(readAddress(rawUrl))
-          if (address._tag === "Failure") return refusedBeforeAdmission<Sent>(NO_FACTS, address.cause)
-          const { namespace, id } = address.value
-          const admitted = yield* Effect.exit(admit(rawUrl, req.headers, address.value))
-          if (admitted._tag === "Failure") return refusedBeforeAdmission<Sent>({ ...NO_FACTS, namespace, id }, admitted.cause)
-          const client = clientAddress.of(req)
-          const resolveRequest = resolveRequestOf(admitted.value, affinityOf(req, affinityKey, client))
-          const { placement, sent, failure } = yield* deliver(resolveRequest, transportFor(admitted.value, client))
-          const outcome: InstanceOutcome = { namespace, id, client, worker: placement?.worker, epoch: placement?.epoch, upgradeStatus: undefined, failure }
-          return { outcome, sent } satisfies Routed<Sent>
-        })
+        const rawUrl = req.url ?? "/"
+        const address = yield* Effect.exit(readAddress(rawUrl))
+        if (address._tag === "Failure") return refusedBeforeAdmission<Sent>(NO_FACTS, address.cause)
+        const { namespace, id } = address.value
+        const admitted = yield* Effect.exit(admit(rawUrl, req.headers, address.value))
+        if (admitted._tag === "Failure") return refusedBeforeAdmission<Sent>({ ...NO_FACTS, namespace, id }, admitted.cause)
+        const client = clientAddress.of(req)
+        const resolveRequest = resolveRequestOf(admitted.value, affinityOf(req, affinityKey, client))
+        const { placement, sent, failure } = yield* deliver(resolveRequest, transportFor(admitted.value, client))
+        const outcome: InstanceOutcome = { namespace, id, client, worker: placement?.worker, epoch: placement?.epoch, upgradeStatus: undefined, failure }
+        return { outcome, sent } satisfies Routed<Sent>
+      })
 
       return {
         request: (req, res) =>
