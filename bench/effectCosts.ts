@@ -11,12 +11,11 @@
 // concurrent fibers, the suspensions resumed from setImmediate as I/O would. Prints, per
 // variant, the median over rounds of µs per fiber, the rounds' range, the extra µs over the
 // baseline and, for a variant that names one, over the variant it is compared with.
-import { Context, Effect, Exit, References, Scheduler, Scope } from "effect"
+import { Context, Effect, Exit, References, Scope } from "effect"
 import { Metrics, metricsOff } from "../src/observe/Metrics.js"
 import { makeMemoryBackend } from "../src/registry/Memory.js"
 import { makeSampledClock } from "../src/registry/RegistryClock.js"
 import { makeDeadlines } from "../src/proxy/Deadlines.js"
-import { makeRequestScheduler } from "../src/http/RequestScheduler.js"
 import { numberArg } from "./args.js"
 import { BenchService, benchService, VARIANTS, type Runtime } from "./effectVariants.js"
 
@@ -25,11 +24,10 @@ const ROUNDS = Math.round(numberArg("rounds", 5))
 const CONCURRENT = 128
 
 type Run = (effect: Effect.Effect<unknown, unknown, BenchService>) => { addObserver(observer: (exit: Exit.Exit<unknown, unknown>) => void): unknown }
-// The request fibers' context as src/http/Server.ts makes it: their services, and the scheduler.
+// The request fibers' context as src/http/Server.ts makes it: their services.
 const services = Context.make(BenchService, benchService)
 const RUNS: Record<Runtime, Run> = {
   default: Effect.runForkWith(services),
-  "request scheduler": Effect.runForkWith(Context.add(services, Scheduler.Scheduler, makeRequestScheduler())),
   "tracer disabled": Effect.runForkWith(Context.add(services, References.TracerEnabled, false))
 }
 

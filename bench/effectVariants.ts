@@ -1,6 +1,6 @@
 // What bench/effectCosts.ts measures: one "request" (a fiber that suspends twice, as a forward
 // does: the resolve, then the worker's headers) with and without each construct around it.
-import { Clock, Context, Duration, Effect, Fiber, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Schedule } from "effect"
 import {
   AuthenticationRequired,
   IdBadCharacters,
@@ -14,7 +14,6 @@ import {
   UnknownNamespace
 } from "../src/Errors.js"
 import type { RegistryClockService } from "../src/registry/RegistryClock.js"
-import { RE_RESOLVE, REFUSAL_RE_PLACE, retryAfterFailure } from "../src/pipeline/Policies.js"
 import type { DeadlinesService } from "../src/proxy/Deadlines.js"
 import { ConnectFailed, Refused, StaleResolve } from "../src/proxy/Signals.js"
 import { byFlatMap, byFlatMapEager, inFn, inFnUntraced, inFnUntracedEager, inGen, plainCalls, syncedInFnUntraced } from "./effectCheckOrder.js"
@@ -24,14 +23,13 @@ const io: Effect.Effect<number> = Effect.callback<number>((resume) => {
   setImmediate(() => resume(Effect.succeed(1)))
 })
 
-/** A suspension resumed by a promise already settled: from the microtask queue, before any I/O. */
-const settled = Promise.resolve()
-const promised: Effect.Effect<number> = Effect.callback<number>((resume) => {
-  void settled.then(() => resume(Effect.succeed(1)))
-})
-
 /** Two suspensions: the shape of one forward (resolve, then headers). */
 const resolvedAndSent: Effect.Effect<number> = Effect.flatMap(io, () => io)
+
+/** RE_RESOLVE's shape (src/pipeline/Policies.ts) over an error that is its own reason. */
+const STALE_RETRY: Schedule.Schedule<number, { readonly _tag: string }> = Schedule.recurs(1).pipe(
+  Schedule.while<{ readonly _tag: string }, number>(({ input }) => input._tag === "StaleResolve")
+)
 
 /** The same request typed as one that may fail stale (for the retries). */
 const request: Effect.Effect<number, StaleResolve> = resolvedAndSent
@@ -104,10 +102,9 @@ export interface Made {
 
 /**
  * The context a variant's fibers run with: the services only (Effect's default scheduler, the
- * native tracer); with the request scheduler (src/http/RequestScheduler.ts) as
- * src/http/Server.ts runs requests; or with `References.TracerEnabled` false.
+ * native tracer), as src/http/Server.ts runs requests; or with `References.TracerEnabled` false.
  */
-export type Runtime = "default" | "request scheduler" | "tracer disabled"
+export type Runtime = "default" | "tracer disabled"
 
 export interface Variant {
   readonly name: string
@@ -124,21 +121,8 @@ const FAILED_CAUGHT = "refused after the request, Effect.catch (no tag dispatch)
 const ONE_RETRY = "one retry (stale once): the hand-written catchTag"
 const SPAN = "+ Effect.withSpan, no tracer provided (Effect's native tracer)"
 const NO_STACK = { captureStackTrace: false } as const
-/** A request-shaped fiber (`shape`, one async boundary) on Effect's default scheduler, then on the request scheduler. */
-const schedulerPair = (shape: string, boundary: string, fiber: () => Effect.Effect<number>): ReadonlyArray<Variant> => {
-  const onDefault = `request-shaped: ${shape}, ${boundary}; Effect's default scheduler`
-  return [
-    { name: onDefault, make: () => fiber },
-    { name: `request-shaped: ${shape}, ${boundary}; the request scheduler`, make: () => fiber, runtime: "request scheduler", against: onDefault }
-  ]
-}
-const FROM_OUTSIDE = "runForkWith + observer (as Server.ts)"
-const FORK_JOIN = "forkChild + Fiber.join"
-const forkJoin = (effect: Effect.Effect<number>): Effect.Effect<number> => Effect.flatMap(Effect.forkChild(effect), Fiber.join)
-
 export const VARIANTS: ReadonlyArray<Variant> = [
   { name: BASELINE, make: () => () => request },
-  { name: "baseline on the request scheduler", make: () => () => request, runtime: "request scheduler" },
   // Generators and functions
   { name: "+ Effect.gen around it (3 yields; a generator function per request)", make: () => () => Effect.gen(function* () {
     const a = yield* io
@@ -165,24 +149,13 @@ export const VARIANTS: ReadonlyArray<Variant> = [
     return effect
   } },
   // Retries
-  { name: "+ Effect.retry(RE_RESOLVE), no retry", make: () => () => Effect.retry(request, RE_RESOLVE) },
-  { name: "+ Effect.retry(REFUSAL_RE_PLACE), no retry", make: () => () => Effect.retry(request, REFUSAL_RE_PLACE) },
-  { name: "+ both retries, nested", make: () => () => {
-    const inner: Effect.Effect<number, StaleResolve> = Effect.retry(request, RE_RESOLVE)
-    return Effect.retry(inner, REFUSAL_RE_PLACE)
-  } },
-  { name: "+ retryAfterFailure(RE_RESOLVE), no retry", make: () => () => retryAfterFailure(request, RE_RESOLVE) },
-  { name: "+ both, as Deliver.ts applies them", make: () => () => {
-    const inner: Effect.Effect<number, StaleResolve> = retryAfterFailure(request, RE_RESOLVE)
-    return retryAfterFailure(inner, REFUSAL_RE_PLACE)
-  } },
+  { name: "+ Effect.retry(RE_RESOLVE), no retry", make: () => () => Effect.retry(request, STALE_RETRY) },
   { name: "+ catchTag recursion (the hand-written retry)", make: () => () => Effect.catchTag(request, "StaleResolve", () => request) },
   { name: ONE_RETRY, make: () => () => {
     const attempt = staleOnce()
     return Effect.catchTag(attempt, "StaleResolve", () => attempt)
   } },
-  { name: "one retry (stale once): Effect.retry(RE_RESOLVE)", make: () => () => Effect.retry(staleOnce(), RE_RESOLVE), against: ONE_RETRY },
-  { name: "one retry (stale once): retryAfterFailure(RE_RESOLVE)", make: () => () => retryAfterFailure(staleOnce(), RE_RESOLVE), against: ONE_RETRY },
+  { name: "one retry (stale once): Effect.retry(RE_RESOLVE)", make: () => () => Effect.retry(staleOnce(), STALE_RETRY), against: ONE_RETRY },
   { name: "+ Effect.repeat(Schedule.recurs(0)) (a repeat driver, one run)", make: () => () => Effect.repeat(request, Schedule.recurs(0)) },
   // Errors
   { name: "+ catchTags, two tags (as Deliver.ts ends)", make: () => () => Effect.catchTags(forward, {
@@ -214,10 +187,5 @@ export const VARIANTS: ReadonlyArray<Variant> = [
   { name: SPAN, make: () => () => Effect.withSpan(request, "bench.span") },
   { name: "+ Effect.withSpan, References.TracerEnabled false", make: () => () => Effect.withSpan(request, "bench.span"), runtime: "tracer disabled", against: SPAN },
   { name: "+ Effect.withSpan, no tracer provided, captureStackTrace: false", make: () => () => Effect.withSpan(request, "bench.span", NO_STACK), against: SPAN },
-  { name: "+ Effect.withSpan, TracerEnabled false, captureStackTrace: false", make: () => () => Effect.withSpan(request, "bench.span", NO_STACK), runtime: "tracer disabled", against: SPAN },
-  // Schedulers: a request-shaped fiber with one async boundary
-  ...schedulerPair(FROM_OUTSIDE, "1 setImmediate boundary", () => io),
-  ...schedulerPair(FROM_OUTSIDE, "1 resolved-promise boundary", () => promised),
-  ...schedulerPair(FORK_JOIN, "1 setImmediate boundary", () => forkJoin(io)),
-  ...schedulerPair(FORK_JOIN, "1 resolved-promise boundary", () => forkJoin(promised))
+  { name: "+ Effect.withSpan, TracerEnabled false, captureStackTrace: false", make: () => () => Effect.withSpan(request, "bench.span", NO_STACK), runtime: "tracer disabled", against: SPAN }
 ]
