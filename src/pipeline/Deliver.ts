@@ -3,7 +3,7 @@
 // the one re-place after an in-band refusal. The same for HTTP and WebSocket upgrades: each
 // brings a Transport that sends to a placement. A delivery never fails: it returns what it
 // came to, the placement it was last sent to among it.
-import { Cause, Clock, Context, Data, Effect, Layer } from "effect"
+import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { BadGateway, type ClientAborted, type UpstreamTimeout, type WorkerAtCapacity, WorkerRefusedActivation } from "../Errors.js"
 import { Metrics, type MetricsService } from "../observe/Metrics.js"
 import { Tracing, type TracingService } from "../observe/Tracing.js"
@@ -32,14 +32,23 @@ export type Delivery<Sent> =
   | { readonly placement: Placement; readonly sent: Sent; readonly failure: undefined }
   | { readonly placement: Placement | undefined; readonly sent: undefined; readonly failure: Cause.Cause<DeliverError> }
 
+// The two below never leave this module: plain values, not Errors, so that a failed attempt
+// takes no stack trace (an Error's is most of what a refusal costs: docs/proxy.md).
+
 /** A refusal, once the placement is released and the worker's nack counted. */
-class RefusedBy extends Data.TaggedError("RefusedBy")<{}> {}
+const REFUSED_BY = { _tag: "RefusedBy" } as const
+type RefusedBy = typeof REFUSED_BY
 
 /** Why an attempt did not deliver, before the retries have looked at it. */
 type AttemptError = Exclude<DeliverError, WorkerRefusedActivation> | StaleResolve | RefusedBy
 
 /** An attempt that did not deliver: why, and the placement it was sent to, if it got one. */
-export class Undelivered extends Data.TaggedError("Undelivered")<{ readonly why: AttemptError; readonly placement: Placement | undefined }> {}
+class Undelivered {
+  constructor(
+    readonly why: AttemptError,
+    readonly placement: Placement | undefined
+  ) {}
+}
 
 interface Attempted<Sent> {
   readonly placement: Placement
@@ -59,11 +68,11 @@ export class Deliver extends Context.Service<Deliver, DeliverService>()("pinboar
   )
 }
 
-const undelivered = (why: AttemptError, placement: Placement | undefined) => new Undelivered({ why, placement })
+const undelivered = (why: AttemptError, placement: Placement | undefined): Effect.Effect<never, Undelivered> => Effect.fail(new Undelivered(why, placement))
 
 const wasRefused = (failure: Undelivered) => failure.why._tag === "RefusedBy"
 
-const noPlacement = (why: ResolveError) => undelivered(why, undefined)
+const noPlacement = (why: ResolveError) => new Undelivered(why, undefined)
 
 const makeDeliver = (
   registry: RegistryService,
@@ -83,7 +92,7 @@ const makeDeliver = (
         return Effect.as(placement.isNew ? release(asked, placement) : Effect.void, new BadGateway({ reason: error.reason, cause: error.cause }))
       case "Refused":
         metrics.refusal()
-        return Effect.as(Effect.andThen(release(asked, placement), Effect.ignore(registry.nack(placement.worker))), new RefusedBy())
+        return Effect.as(Effect.andThen(release(asked, placement), Effect.ignore(registry.nack(placement.worker))), REFUSED_BY)
       default:
         return Effect.succeed(error)
     }
@@ -126,7 +135,7 @@ const makeDeliver = (
     Effect.catchIf(
       placeAndSend({ ...request, excluded: [refused.placement!.worker] }, transport),
       (failure) => wasRefused(failure) || failure.why._tag === "NoLiveBackends",
-      (failure) => undelivered(new RefusedBy(), failure.placement ?? refused.placement)
+      (failure) => undelivered(REFUSED_BY, failure.placement ?? refused.placement)
     )
 
   return <Sent>(request: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Delivery<Sent>> => {
