@@ -140,15 +140,24 @@ const makeDeliver = (
 
   return <Sent>(request: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Delivery<Sent>> => {
     const placed = transport.canRePlace ? Effect.catchIf(placeAndSend(request, transport), wasRefused, (refused) => rePlace(request, transport, refused)) : placeAndSend(request, transport)
-    return Effect.matchCause(placed, {
-      onSuccess: ({ placement, sent }): Delivery<Sent> => ({ placement, sent, failure: undefined }),
-      onFailure: (cause): Delivery<Sent> => {
-        const failed = Cause.findError(cause)
-        if (failed._tag === "Failure") return { placement: undefined, sent: undefined, failure: cause as Cause.Cause<never> }
-        const { why, placement } = failed.success
-        return { placement, sent: undefined, failure: answerOf(why) }
-      }
-    })
+    return Effect.matchCause(placed, deliveryOf as DeliveryOf<Sent>)
+  }
+}
+
+interface DeliveryOf<Sent> {
+  readonly onSuccess: (attempted: Attempted<Sent>) => Delivery<Sent>
+  readonly onFailure: (cause: Cause.Cause<Undelivered>) => Delivery<Sent>
+}
+
+/** What the last attempt came to, as the delivery's outcome (made once: no handlers per request). */
+const deliveryOf: DeliveryOf<unknown> = {
+  onSuccess: ({ placement, sent }) => ({ placement, sent, failure: undefined }),
+  onFailure: (cause) => {
+    const failed = Cause.findError(cause)
+    // A defect or an interruption goes on as it is.
+    if (failed._tag === "Failure") return { placement: undefined, sent: undefined, failure: cause as Cause.Cause<never> }
+    const { why, placement } = failed.success
+    return { placement, sent: undefined, failure: answerOf(why) }
   }
 }
 
