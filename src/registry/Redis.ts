@@ -1,7 +1,8 @@
 // The registry on Redis (docs/protocol.md): one Lua script per operation, every script on one
 // bucket. This file holds the transport and the protocol; what each script is sent and
 // answers is encoded and decoded in RedisWire.ts. ioredis loads each script once per
-// connection and then calls it by sha (EVALSHA, reloaded on NOSCRIPT). An all-bucket fan-out
+// connection and then calls it by sha (EVALSHA, reloaded on NOSCRIPT); the resolve batches go
+// as prebuilt calls of their own (ScriptCall.ts), which do the same. An all-bucket fan-out
 // goes as one pipeline per shard (one in all on a single server) and reports bucket by
 // bucket, so a dead shard fails only its own buckets.
 import keySlot from "cluster-key-slot"
@@ -15,9 +16,10 @@ import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import { makeRedisHealth, type RedisHealth } from "./RedisHealth.js"
 import { propose } from "./MembershipView.js"
 import { makeRedisViews } from "./RedisView.js"
+import { makeScriptCall } from "./ScriptCall.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
 import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
-import { connectRedis, makeClusterDiagnosis, type RedisClient, type ScriptName } from "./RedisConnection.js"
+import { connectRedis, makeClusterDiagnosis, scriptSourceOf, type RedisClient, type ScriptName } from "./RedisConnection.js"
 import type { RedisTarget } from "./RedisTarget.js"
 import {
   decodeAskReply,
@@ -119,11 +121,11 @@ export const makeRedisBackend = (
   )
   const fleetWrite = (buckets: ReadonlyArray<number>, entry: ReadonlyArray<string>) => Effect.map(coalescedWrite(buckets, entry), fanOutOf)
   const minLeaseLeft = minLeaseLeftMs(policy.leaseMs)
-  // The resolve batch's arguments before its queries, made once per bucket: keys, then RedisWire's.
-  const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)])
-  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<unknown>> =>
-    // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
-    invoke("resolve", resolveHeads[bucket]!.concat(queries)) as Promise<ReadonlyArray<unknown>>
+  // The resolve batch's arguments before its queries, prebuilt once per bucket: keys, then RedisWire's.
+  const resolveCall = makeScriptCall(client, scriptSourceOf(client, "resolve"), tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)]))
+  // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
+  const sendResolves = (bucket: number, queries: ReadonlyArray<string>) =>
+    observed(observe, "resolve", () => resolveCall(bucket, queries), () => false) as Promise<ReadonlyArray<unknown>>
   const resolveBatched = makeBatcher(buckets, sendResolves, unavailable)
   const views = makeViews(buckets, (bucket, now, args) => call("view", bucket, now, args), minLeaseLeft)
   // A view page that decodes as unexpected is a defect, not the registry being unavailable.

@@ -11,6 +11,7 @@ import type { Redis } from "ioredis"
 import { bucketOf } from "../../src/contract/Bucket.js"
 import type { RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeRedisBackend } from "../../src/registry/Redis.js"
+import { defineScript } from "../../src/registry/RedisConnection.js"
 import { UnexpectedReply } from "../../src/registry/RedisWire.js"
 import { makeRegistry, type RegistryService } from "../../src/registry/Registry.js"
 import { connect, useRedis } from "../support/RedisBackend.js"
@@ -28,7 +29,7 @@ const redis = useRedis()
 /** resolve.lua's place taken by `lua`: ARGV from 7 on are the batch's queries, one reply each. */
 const forgingResolve = async (lua: string): Promise<Redis> => {
   const client = await connect(redis.server.port)
-  client.defineCommand("pinboard_resolve", { numberOfKeys: 1, lua })
+  defineScript(client, "resolve", lua)
   return client
 }
 
