@@ -1,7 +1,9 @@
 // Groups the calls made in one turn of the event loop per bucket, so that concurrent
 // resolves on a bucket travel as one script call (each still resolved on its own, in
-// order, atomically). The batch leaves once the current microtasks have run; each caller
-// gets its own reply through its own decoder (ResolveWire.ts), which may make it a defect.
+// order, atomically). The batch leaves at the end of the turn (`setImmediate`, where
+// ioredis's auto-pipelining sent its calls), so it holds the resolves of every request
+// read in that turn, not only those of one socket's read; each caller gets its own reply
+// through its own decoder (ResolveWire.ts), which may make it a defect.
 import { Effect } from "effect"
 
 type Resume<A, E> = (effect: Effect.Effect<A, E>) => void
@@ -43,7 +45,7 @@ export const makeBatcher = <In, Raw, E>(
   return <Out>(group: number, input: In, decode: (raw: Raw) => Effect.Effect<Out>) =>
     Effect.callback<Out, E>((resume) => {
       if (inputs[group]!.length === 0) {
-        if (touched.length === 0) process.nextTick(flush)
+        if (touched.length === 0) setImmediate(flush)
         touched.push(group)
       }
       inputs[group]!.push(input)

@@ -2,7 +2,8 @@
 // bucket. This file holds the protocol; the calls reach the shards through RedisFanOut.ts, and
 // what each script is sent and answers is encoded and decoded in the *Wire.ts modules. ioredis
 // loads each script once per connection and then calls it by sha (EVALSHA, reloaded on
-// NOSCRIPT).
+// NOSCRIPT); the resolve batches go as prebuilt calls of their own (ScriptCall.ts), which do
+// the same.
 import { Effect, type Scope } from "effect"
 import { Cluster } from "ioredis"
 import { RegistryUnavailable } from "../Errors.js"
@@ -12,10 +13,11 @@ import { makeCoalescer, type Coalesced } from "./Coalescer.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
 import { propose } from "./MembershipView.js"
 import { decodeCasReply, decodePlacementReply, decodeSweepReply, decodeWindDownReply, placementArgs, releaseArgs, sweepArgs, tagArgs, windDownArgs } from "./PlacementWire.js"
-import { connectRedis, makeClusterDiagnosis, type RedisClient, type ScriptName } from "./RedisConnection.js"
+import { connectRedis, makeClusterDiagnosis, scriptSourceOf, type RedisClient, type ScriptName } from "./RedisConnection.js"
 import { byShard, coalescedOf, fanOut, firstMasterTime } from "./RedisFanOut.js"
 import { NO_MASTER_KNOWN } from "./RedisFailure.js"
 import { makeRedisHealth, type RedisHealth } from "./RedisHealth.js"
+import { makeScriptCall } from "./ScriptCall.js"
 import type { RedisTarget } from "./RedisTarget.js"
 import { makeRedisViews } from "./RedisView.js"
 import type { FanOut, RegistryBackend } from "./RegistryBackend.js"
@@ -87,11 +89,11 @@ export const makeRedisBackend = (
   )
   const fleetWrite = (buckets: ReadonlyArray<number>, entry: ReadonlyArray<string>) => Effect.map(coalescedWrite(buckets, entry), fanOutOf)
   const minLeaseLeft = minLeaseLeftMs(policy.leaseMs)
-  // The resolve batch's arguments before its queries, made once per bucket: keys, then ResolveWire's.
-  const resolveHeads = tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)])
-  const sendResolves = (bucket: number, queries: ReadonlyArray<string>): Promise<ReadonlyArray<unknown>> =>
-    // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
-    invoke("resolve", resolveHeads[bucket]!.concat(queries)) as Promise<ReadonlyArray<unknown>>
+  // The resolve batch's arguments before its queries, prebuilt once per bucket: keys, then ResolveWire's.
+  const resolveCall = makeScriptCall(client, scriptSourceOf(client, "resolve"), tags.map((tag) => [`${tag}:cold`, tag, ...resolvePolicyArgs(policy, minLeaseLeft)]))
+  // One reply per query; whatever else comes back, each caller's decoder makes it a defect.
+  const sendResolves = (bucket: number, queries: ReadonlyArray<string>) =>
+    timeCall("resolve", () => resolveCall(bucket, queries), neverFailed) as Promise<ReadonlyArray<unknown>>
   const resolveBatched = makeBatcher(buckets, sendResolves, unavailable)
   const views = makeViews(buckets, (bucket, now, args) => call("view", bucket, now, args), minLeaseLeft)
   // A view page that decodes as unexpected is a defect, not the registry being unavailable.

@@ -1,5 +1,6 @@
 // The connection to Redis (docs/protocol.md): one server, a Cluster or a server behind Sentinels, options that make every failure
 // fast, and the Lua scripts defined once per client, each called by sha as `pinboard_<name>`.
+import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { Effect, Redacted } from "effect"
 import { Cluster, Redis } from "ioredis"
@@ -32,12 +33,35 @@ export type ScriptName = (typeof SCRIPTS)[number]
 
 const readScript = (name: string): string => readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), "utf8")
 
+/** A script as the client sends it: its text for EVAL, its sha for EVALSHA, how many of its arguments are keys. */
+export interface ScriptSource {
+  readonly lua: string
+  readonly sha: string
+  readonly numberOfKeys: number
+}
+
+/** The scripts defined on each client, by name. */
+const defined = new WeakMap<RedisClient, Map<ScriptName, ScriptSource>>()
+
+/** Defines one script on the client as the command `pinboard_<name>` (a test may define its own). */
+export const defineScript = (client: RedisClient, name: ScriptName, lua: string): void => {
+  const source = { lua, sha: createHash("sha1").update(lua).digest("hex"), numberOfKeys: 1 }
+  client.defineCommand(`pinboard_${name}`, { numberOfKeys: source.numberOfKeys, lua })
+  const scripts = defined.get(client) ?? new Map<ScriptName, ScriptSource>()
+  defined.set(client, scripts.set(name, source))
+}
+
 /** Defines every script on the client as the command `pinboard_<name>`. */
 export const defineScripts = (client: RedisClient): void => {
   const common = readScript("common")
-  for (const name of SCRIPTS) {
-    client.defineCommand(`pinboard_${name}`, { numberOfKeys: 1, lua: `${common}\n${readScript(name)}` })
-  }
+  for (const name of SCRIPTS) defineScript(client, name, `${common}\n${readScript(name)}`)
+}
+
+/** The script `name` as defined on the client. */
+export const scriptSourceOf = (client: RedisClient, name: ScriptName): ScriptSource => {
+  const source = defined.get(client)?.get(name)
+  if (source === undefined) throw new Error(`no script ${name} defined on this client: defineScripts first`)
+  return source
 }
 
 /**

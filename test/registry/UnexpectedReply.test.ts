@@ -14,6 +14,7 @@ import { makeRedisBackend } from "../../src/registry/Redis.js"
 import { UnexpectedReply } from "../../src/registry/WireReply.js"
 import type { RegistryService } from "../../src/registry/Registry.js"
 import { makeRegistry } from "../../src/registry/RegistryOnBackend.js"
+import { defineScript } from "../../src/registry/RedisConnection.js"
 import { connect, useRedis } from "../support/RedisBackend.js"
 import { startPinboard, type TestPinboard } from "../support/TestPinboard.js"
 
@@ -29,7 +30,7 @@ const redis = useRedis()
 /** resolve.lua's place taken by `lua`: ARGV from 7 on are the batch's queries, one reply each. */
 const forgingResolve = async (lua: string): Promise<Redis> => {
   const client = await connect(redis.server.port)
-  client.defineCommand("pinboard_resolve", { numberOfKeys: 1, lua })
+  defineScript(client, "resolve", lua)
   return client
 }
 
