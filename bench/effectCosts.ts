@@ -1,7 +1,7 @@
 // What an Effect construct costs on the request path, per request, measured: one fiber per
 // "request" that suspends twice (as a forward does: the resolve, then the worker's headers),
 // with and without the construct around it (bench/effectVariants.ts). The figures are the
-// basis of the comments in src/pipeline/Policies.ts and src/proxy/Deadlines.ts, and of
+// basis of the comments in src/pipeline/Deliver.ts and src/proxy/Deadlines.ts, and of
 // docs/proxy.md "What Effect constructs cost".
 //
 //   npm run bench:effect                  every construct, 200,000 fibers each, 5 rounds

@@ -26,7 +26,7 @@ const io: Effect.Effect<number> = Effect.callback<number>((resume) => {
 /** Two suspensions: the shape of one forward (resolve, then headers). */
 const resolvedAndSent: Effect.Effect<number> = Effect.flatMap(io, () => io)
 
-/** RE_RESOLVE's shape (src/pipeline/Policies.ts) over an error that is its own reason. */
+/** A named re-resolve policy (`Schedule.recurs(1)` while stale) over an error that is its own reason. */
 const STALE_RETRY: Schedule.Schedule<number, { readonly _tag: string }> = Schedule.recurs(1).pipe(
   Schedule.while<{ readonly _tag: string }, number>(({ input }) => input._tag === "StaleResolve")
 )

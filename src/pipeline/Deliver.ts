@@ -1,6 +1,6 @@
 // Resolve, inflight cap and forward (docs/proxy.md "Check order"), with the retries of
-// docs/proxy.md "Retries": the 5 s re-resolve (Policies.ts's RE_RESOLVE, by `Effect.retry`) and
-// the one re-place after an in-band refusal. The same for HTTP and WebSocket upgrades: each
+// docs/proxy.md "Retries": the 5 s re-resolve (at most twice) and the one re-place after an
+// in-band refusal. The same for HTTP and WebSocket upgrades: each
 // brings a Transport that sends to a placement. A delivery never fails: it returns what it
 // came to, the placement it was last sent to among it.
 import { Cause, Clock, Context, Effect, Layer } from "effect"
@@ -12,8 +12,10 @@ import type { StaleResolve } from "../proxy/Signals.js"
 import { Registry, type Placement, type RegistryService, type ResolveRequest } from "../registry/Registry.js"
 import { monotonicMillis } from "../serving/Monotonic.js"
 import { InflightCap, type InflightCapService } from "./InflightCap.js"
-import { RE_RESOLVE, RE_RESOLVE_AFTER_MS } from "./Policies.js"
 import { resolvePlacement, type ResolveError } from "./steps/Resolve.js"
+
+/** More than this between resolve and send: the placement is resolved again. */
+export const RE_RESOLVE_AFTER_MS = 5_000
 
 export interface Transport<Sent> {
   /** Requests without a body and upgrades may be re-placed after a refusal: nothing is replayed. */
@@ -72,6 +74,8 @@ const undelivered = (why: AttemptError, placement: Placement | undefined): Effec
 
 const wasRefused = (failure: Undelivered) => failure.why._tag === "RefusedBy"
 
+const wasStale = (failure: Undelivered) => failure.why._tag === "StaleResolve"
+
 const noPlacement = (why: ResolveError) => new Undelivered(why, undefined)
 
 const makeDeliver = (
@@ -117,14 +121,14 @@ const makeDeliver = (
     return yield* undelivered(yield* afterSendFailed(asked, placement, sent.failure), placement)
   })
 
-  /** A stale send resolves again (RE_RESOLVE); once those are spent, the last resolve is sent however late. */
+  /**
+   * A stale send resolves again, once with the stale check; a second stale send resolves a last
+   * time, sent however late. Two catches, not `Effect.retry` with a Schedule: that costs 1.3 µs
+   * and 1.9 KB a request that is never retried (docs/proxy.md "What Effect constructs cost").
+   */
   const placeAndSend = <Sent>(asked: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Attempted<Sent>, Undelivered> =>
-    attempt(asked, transport, RE_RESOLVE_AFTER_MS).pipe(
-      Effect.retry(RE_RESOLVE),
-      Effect.catchIf(
-        (failure) => failure.why._tag === "StaleResolve",
-        () => attempt(asked, transport, Infinity)
-      )
+    Effect.catchIf(attempt(asked, transport, RE_RESOLVE_AFTER_MS), wasStale, () =>
+      Effect.catchIf(attempt(asked, transport, RE_RESOLVE_AFTER_MS), wasStale, () => attempt(asked, transport, Infinity))
     )
 
   /**
