@@ -6,6 +6,7 @@
 //
 //   npm run bench:alloc                          64-byte GET, 32 connections, 5 s after a 2 s warm-up
 //   npm run bench:alloc -- --large               the 64 KiB GET
+//   npm run bench:alloc -- --sites=60            the 60 heaviest allocation sites (20 by default)
 //   npm run bench:alloc -- --node-flags=--max-semi-space-size=64
 //                                                Pinboard with these Node flags (comma-separated)
 //   npm run bench:alloc -- --floor               the floor of `npm run bench -- --floors` instead
@@ -33,6 +34,8 @@ const MAIN = textArg("main")
 const NODE_FLAGS = textArg("node-flags")?.split(",").filter((flag) => flag !== "") ?? []
 /** One sample per this many bytes allocated, on average. */
 const SAMPLING_INTERVAL = 8192
+/** How many of the heaviest allocation sites are printed. */
+const SITES = Math.round(numberArg("sites", 20))
 
 interface HeapNode {
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
@@ -155,7 +158,7 @@ try {
   console.log(`Then, with the heap profiler on (${Math.round(result.perSecond).toLocaleString("en-US")} req/s): ${perRequest(total)} bytes allocated per request`)
   console.log(table(["allocated by", "bytes/request"], [...byCategory].sort((a, b) => b[1] - a[1]).map(([category, bytes]) => [category, perRequest(bytes)])))
   console.log("")
-  console.log(table(["heaviest allocation sites", "bytes/request"], [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([site, bytes]) => [site, perRequest(bytes)])))
+  console.log(table(["heaviest allocation sites", "bytes/request"], [...bySite].sort((a, b) => b[1] - a[1]).slice(0, SITES).map(([site, bytes]) => [site, perRequest(bytes)])))
 } finally {
   await stopAll()
   await redis.stop()

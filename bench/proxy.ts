@@ -18,6 +18,8 @@
 //                                              (comma-separated; this build unless --compare= names
 //                                              another): docs/deploy.md "Node's young generation"
 //   npm run bench -- --no-cluster              without the cluster row
+//   npm run bench -- --scenarios="64 B/32,64 KiB/32"
+//                                              only these scenarios (the keys the report prints)
 //   npm run bench -- --cluster-only            only the cluster row, with the single-redis-server
 //                                              Pinboard measured beside it
 //
@@ -124,7 +126,7 @@ const http = (key: string, title: string, path: Scenario["path"], connections: n
   const answer = ANSWERS.find((a) => a.path === path)!
   return { key: `${key}/${connections}`, title: `${title}, ${connections} connections`, kind: "http", path, method: answer.method, bodyBytes: answer.bodyBytes, answerBytes: answer.answerBytes, connections }
 }
-const SCENARIOS: ReadonlyArray<Scenario> = [
+const ALL_SCENARIOS: ReadonlyArray<Scenario> = [
   http("64 B", "64-byte GET", "small", 32),
   http("64 B", "64-byte GET", "small", 128),
   http("64 KiB", "64 KiB GET", "large", 32),
@@ -144,9 +146,13 @@ const SCENARIOS: ReadonlyArray<Scenario> = [
     connections: 16
   }
 ]
-const WS_SCENARIO = SCENARIOS.find((s) => s.kind === "ws")!
+const WS_SCENARIO = ALL_SCENARIOS.find((s) => s.kind === "ws")!
+/** `--scenarios=64 B/32,64 KiB/32`: only these (their keys, as the report prints them). */
+const ONLY = textArg("scenarios")?.split(",")
+const SCENARIOS = ONLY === undefined ? ALL_SCENARIOS : ALL_SCENARIOS.filter((s) => ONLY.includes(s.key))
+if (SCENARIOS.length === 0) throw new Error(`--scenarios= names none of ${ALL_SCENARIOS.map((s) => s.key).join(", ")}`)
 /** The cluster row's: the 64-byte GETs. */
-const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = SCENARIOS.filter((s) => s.path === "small")
+const CLUSTER_SCENARIOS: ReadonlyArray<Scenario> = ALL_SCENARIOS.filter((s) => s.path === "small")
 /** Windows of the run: every target in every scenario (and the cluster row's 3 targets), each round. */
 const WINDOWS =
   ROUNDS * (CLUSTER_ONLY ? 0 : SCENARIOS.length * (4 + (FLOORS ? 2 : 0) + (OBSERVABILITY ? 2 : 0) + (COMPARE === undefined ? 0 : 1))) +
@@ -185,7 +191,7 @@ const measure = (servers: Servers, scenario: Scenario, target: TargetName, warmu
 const run = async (servers: Servers): Promise<{ healthy: boolean; cells: ReadonlyArray<Cell> }> => {
   // Untimed first pass over every target, so every process has its code warm.
   for (const target of servers.targets) {
-    await measure(servers, SCENARIOS[1]!, target, 1, 1)
+    await measure(servers, SCENARIOS.find((s) => s.kind === "http") ?? ALL_SCENARIOS[1]!, target, 1, 1)
     if (measuredIn(target, "ws")) await measure(servers, WS_SCENARIO, target, 0.5, 0.5)
   }
   const cells: Array<Cell> = []
