@@ -1,8 +1,8 @@
 // Resolve, inflight cap and forward (docs/proxy.md "Check order"), with the retries of
 // docs/proxy.md "Retries": the 5 s re-resolve (at most twice) and the one re-place after an
-// in-band refusal. The same for HTTP and WebSocket upgrades: each
-// brings a Transport that sends to a placement. A delivery never fails: it returns what it
-// came to, the placement it was last sent to among it.
+// in-band refusal. The same for HTTP and WebSocket upgrades: each brings a Transport that
+// sends to a placement. A delivery never fails: it returns what it came to, the placement it
+// was last sent to among it.
 import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { BadGateway, type ClientAborted, type UpstreamTimeout, type WorkerAtCapacity, WorkerRefusedActivation } from "../Errors.js"
 import { Metrics, type MetricsService } from "../observe/Metrics.js"
