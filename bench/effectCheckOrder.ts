@@ -53,7 +53,7 @@ const chained = (chain: Chain) => (request: Effect.Effect<number>): Checked =>
   )
 
 export const byFlatMap = chained((step, then) => Effect.flatMap(step, then))
-/** `Effect.flatMapEager` continues an Exit at once, as src/pipeline/steps/AfterStep.ts does. */
+/** `Effect.flatMapEager` continues an Exit at once, as the hand-chained pipeline before Pipeline.ts's generators did. */
 export const byFlatMapEager = chained((step, then) => Effect.flatMapEager(step, then))
 
 /** The generator body every `yield*` form shares: nine decided steps, then the forward. */

@@ -137,7 +137,7 @@ export const VARIANTS: ReadonlyArray<Variant> = [
   // A check order of nine steps that decide at once
   { name: PLAIN_CHECKS, make: () => () => plainCalls(resolvedAndSent) },
   { name: "check order: 9 decided steps chained by Effect.flatMap", make: () => () => byFlatMap(resolvedAndSent), against: PLAIN_CHECKS },
-  { name: "check order: 9 decided steps chained by Effect.flatMapEager (= AfterStep.ts)", make: () => () => byFlatMapEager(resolvedAndSent), against: PLAIN_CHECKS },
+  { name: "check order: 9 decided steps chained by Effect.flatMapEager", make: () => () => byFlatMapEager(resolvedAndSent), against: PLAIN_CHECKS },
   { name: "check order: 9 decided steps in one Effect.fnUntraced", make: () => () => inFnUntraced(resolvedAndSent), against: PLAIN_CHECKS },
   { name: "check order: 9 decided steps in one Effect.fnUntracedEager", make: () => () => inFnUntracedEager(resolvedAndSent), against: PLAIN_CHECKS },
   { name: 'check order: 9 decided steps in one Effect.fn("bench.checkOrder")', make: () => () => inFn(resolvedAndSent), against: PLAIN_CHECKS },
