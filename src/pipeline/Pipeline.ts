@@ -109,6 +109,15 @@ const refusedBeforeAdmission = <Sent>(facts: ExchangeFacts, failure: Cause.Cause
   sent: undefined
 })
 
+/**
+ * A defect (a throw, a die) where no step expected one: the outcome says so, and the request
+ * is answered `500 internal error` like any outcome, never left unanswered.
+ */
+const defective = (cause: Cause.Cause<never>): InstanceOutcome => ({ ...NO_FACTS, failure: cause })
+
+/** A request's outcome, or a defect's (made once: no handlers per request). */
+const outcomeOf = { onSuccess: (routed: Routed<unknown>) => routed.outcome, onFailure: defective }
+
 export interface InstancePipelineService {
   readonly request: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<InstanceOutcome>
   readonly upgrade: (req: IncomingMessage, client: Duplex, head: Buffer, tunnels: TunnelSet) => Effect.Effect<InstanceOutcome>
@@ -159,7 +168,7 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
 
       return {
         request: (req, res) =>
-          Effect.map(
+          Effect.matchCause(
             route(req, (admitted, client) => {
               const withBody = hasBody(req.headers)
               // Once the headers are relayed, the body streams on by itself.
@@ -169,16 +178,19 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
                   sendRequest(forward, req, res, outboundOf(auth, req, client, admitted, placement, sendBy, traceparent), withBody)
               }
             }),
-            (routed) => routed.outcome
+            outcomeOf
           ),
         upgrade: (req, client, head, tunnels) =>
-          Effect.flatMap(
-            route(req, (admitted, clientIp) => ({
-              canRePlace: true,
-              send: (placement, sendBy, traceparent) => sendUpgrade(forward, req, client, outboundOf(auth, req, clientIp, admitted, placement, sendBy, traceparent))
-            })),
-            ({ outcome, sent }) =>
-              sent === undefined ? Effect.succeed(outcome) : Effect.as(openTunnel(sent, client, head, tunnels), { ...outcome, upgradeStatus: sent.statusCode })
+          Effect.catchCause(
+            Effect.flatMap(
+              route(req, (admitted, clientIp) => ({
+                canRePlace: true,
+                send: (placement, sendBy, traceparent) => sendUpgrade(forward, req, client, outboundOf(auth, req, clientIp, admitted, placement, sendBy, traceparent))
+              })),
+              ({ outcome, sent }) =>
+                sent === undefined ? Effect.succeed(outcome) : Effect.as(openTunnel(sent, client, head, tunnels), { ...outcome, upgradeStatus: sent.statusCode })
+            ),
+            (cause) => Effect.succeed(defective(cause))
           )
       }
     })

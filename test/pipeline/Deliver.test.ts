@@ -197,3 +197,22 @@ describe("a client that goes away", () => {
     })
   )
 })
+
+describe("a defect anywhere in the pipeline", () => {
+  it.effect("is answered 500 internal error, never left unanswered", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeUpstream()
+      const { request } = yield* pipelineHarness(fake, {
+        clientAddress: {
+          of: () => {
+            throw new Error("a client address that cannot be read")
+          }
+        }
+      })
+      const response = yield* Effect.promise(() => request("/threads/t1").response)
+      expect(response.status).toBe(500)
+      expect(yield* Effect.promise(() => response.text())).toBe('{"error":"internal error"}')
+      expect(fake.calls.length).toBe(0)
+    })
+  )
+})

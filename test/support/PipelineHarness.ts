@@ -14,7 +14,7 @@ import { localRegistryClock, RegistryClock } from "../../src/registry/RegistryCl
 import { Metrics, metricsOff } from "../../src/observe/Metrics.js"
 import { Tracing, tracingOff } from "../../src/observe/Tracing.js"
 import { Deliver } from "../../src/pipeline/Deliver.js"
-import { ClientAddress } from "../../src/pipeline/ClientAddress.js"
+import { ClientAddress, type ClientAddressService } from "../../src/pipeline/ClientAddress.js"
 import { InflightCap } from "../../src/pipeline/InflightCap.js"
 import { InstancePipeline } from "../../src/pipeline/Pipeline.js"
 import { Deadlines } from "../../src/proxy/Deadlines.js"
@@ -37,6 +37,8 @@ export interface HarnessOptions {
   /** Every resolve waits for this first (a slow registry, as the client sees it). */
   readonly holdResolves?: Effect.Effect<void>
   readonly config?: Partial<PinboardConfig>
+  /** In place of the configured client address (a test may make it throw). */
+  readonly clientAddress?: ClientAddressService
 }
 
 /** A worker registered with its cold start behind it, the server listening. */
@@ -68,7 +70,7 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
     }
     const pipelineLayer = InstancePipeline.layer.pipe(
       Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
-      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, ClientAddress.layer, Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff), Metrics.layerTest(metricsOff))),
+      Layer.provide(Layer.mergeAll(Upstream.layerTest(fake.client), InflightCap.layer, options.clientAddress === undefined ? ClientAddress.layer : ClientAddress.layerTest(options.clientAddress), Deadlines.layer, Auth.layer, Tracing.layerTest(tracingOff), Metrics.layerTest(metricsOff))),
       Layer.provideMerge(Registry.Registry.layerTest(stalling)),
       Layer.provideMerge(AppConfig.layer(config))
     )
