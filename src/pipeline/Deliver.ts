@@ -124,7 +124,7 @@ const makeDeliver = (
   /**
    * A stale send resolves again, once with the stale check; a second stale send resolves a last
    * time, sent however late. Two catches, not `Effect.retry` with a Schedule: that costs 1.3 µs
-   * and 1.9 KB a request that is never retried (docs/proxy.md "What Effect constructs cost").
+   * and about 4 KB a request that is never retried (docs/proxy.md "What Effect constructs cost").
    */
   const placeAndSend = <Sent>(asked: ResolveRequest, transport: Transport<Sent>): Effect.Effect<Attempted<Sent>, Undelivered> =>
     Effect.catchIf(attempt(asked, transport, RE_RESOLVE_AFTER_MS), wasStale, () =>
