@@ -5,7 +5,6 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import { pathOf } from "../Address.js"
-import type { AppConfig } from "../AppConfig.js"
 import { CLIENT_CLOSED } from "../contract/StatusLine.js"
 import { MethodNotAllowed, RouteNotFound } from "../Errors.js"
 import type { ExchangeObserver } from "../observe/Exchange.js"
@@ -40,8 +39,6 @@ export interface RoutesInput {
   readonly tunnels: TunnelSet
   readonly shuttingDown: () => boolean
 }
-
-export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>
 
 export const makeRoutes = ({ pipeline, tracing, observer, tunnels, shuttingDown }: RoutesInput) => {
   // An instance request is answered, then observed once its response is closed: counted,
