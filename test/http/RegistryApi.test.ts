@@ -204,7 +204,9 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
       await pb.stop()
     })
 
-    const CLOCK_ESTIMATE_MS = 5
+    // A sample's error is up to half its round trip to Redis: a few ms, more on a busy
+    // machine (6 ms seen with another test run beside this one).
+    const CLOCK_ESTIMATE_MS = 25
 
     it("register answers the worker, a string incarnation, leaseMs, heartbeatMs = floor(leaseMs / 3) and the lease expiry", async () => {
       const before = Date.now()
@@ -222,7 +224,7 @@ describe.each(backends)("registry API on the $name", ({ redis }) => {
         unrenewed: []
       })
       expect(field<string>(answer, "incarnation")).not.toBe("")
-      // On Redis the time is the registry's, estimated from samples: within a few ms of this process's.
+      // On Redis the time is the registry's, estimated from samples: close to this process's.
       expect(field<number>(answer, "leaseExpiresAt")).toBeGreaterThanOrEqual(before + LEASE_MS - CLOCK_ESTIMATE_MS)
       expect(field<number>(answer, "leaseExpiresAt")).toBeLessThanOrEqual(after + LEASE_MS + CLOCK_ESTIMATE_MS)
 
