@@ -7,8 +7,8 @@
 // returns what the request came to (http/Answer.ts answers it, observe/Exchange.ts records it).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import { type Cause, Context, Effect, Layer } from "effect"
-import type { Address, AddressError } from "../Address.js"
+import { type Cause, Context, Effect, Layer, Result } from "effect"
+import { parseAddress, type Address, type AddressError } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
 import { Auth, type AuthService } from "../auth/Auth.js"
 import type { CallerClaims } from "../auth/CallerToken.js"
@@ -104,19 +104,16 @@ const outboundOf = (
   }
 }
 
-const refusedBeforeAdmission = <Sent>(facts: ExchangeFacts, failure: Cause.Cause<InstanceError>): Routed<Sent> => ({
-  outcome: { ...facts, failure },
-  sent: undefined
-})
-
 /**
- * A defect (a throw, a die) where no step expected one: the outcome says so, and the request
- * is answered `500 internal error` like any outcome, never left unanswered.
+ * A request refused by steps 1 to 6 (a delivery never fails), or a defect (a throw, a die) where
+ * no step expected one: the facts are the target's namespace and id, when it has them. The
+ * request is answered from the catalogue (a defect: `500 internal error`), never left unanswered.
  */
-const defective = (cause: Cause.Cause<never>): InstanceOutcome => ({ ...NO_FACTS, failure: cause })
-
-/** A request's outcome, or a defect's (made once: no handlers per request). */
-const outcomeOf = { onSuccess: (routed: Routed<unknown>) => routed.outcome, onFailure: defective }
+const refusedOutcome = (rawUrl: string, failure: Cause.Cause<InstanceError>): InstanceOutcome => {
+  const address = parseAddress(rawUrl)
+  if (Result.isFailure(address)) return { ...NO_FACTS, failure }
+  return { ...NO_FACTS, namespace: address.success.namespace, id: address.success.id, failure }
+}
 
 export interface InstancePipelineService {
   readonly request: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<InstanceOutcome>
@@ -136,33 +133,33 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
       const { hostnameAware } = config
       const affinityKey = config.affinity.key
 
-      // The steps' bodies are made once here: a generator function made per request costs
-      // about 1 µs more (`npm run bench:effect`, docs/proxy.md "What a request costs").
-
-      /** Steps 2 to 6, in the documented order. */
-      const admit: (rawUrl: string, headers: IncomingHttpHeaders, address: Address) => Effect.Effect<Admitted, AdmitError> = Effect.fnUntraced(
-        function* (rawUrl, headers, address) {
-          const caller = yield* readCaller(auth, registry, headers)
-          const depth = yield* depthOf(caller)
-          const admission = yield* admitByRule(auth.rules, address.namespace, headers, caller)
-          const hostname = yield* bindingOf(rawUrl, headers, hostnameAware)
-          yield* checkCallerScope(admission, caller)
-          return { address, caller, depth, principal: admission.principal, hostname }
-        }
-      )
-
-      /** The check order: the id, its admission, then the delivery over the transport made for it. */
+      /**
+       * The check order, one step a line; the steps that decide at once return Exits, which the
+       * generator continues without a turn of the fiber. Made once here: a generator function
+       * made per request costs about 1 µs more (docs/proxy.md "What Effect constructs cost").
+       */
       const route = Effect.fnUntraced(function* <Sent>(req: IncomingMessage, transportFor: (admitted: Admitted, client: string) => Transport<Sent>) {
         const rawUrl = req.url ?? "/"
-        const address = yield* Effect.exit(readAddress(rawUrl))
-        if (address._tag === "Failure") return refusedBeforeAdmission<Sent>(NO_FACTS, address.cause)
-        const { namespace, id } = address.value
-        const admitted = yield* Effect.exit(admit(rawUrl, req.headers, address.value))
-        if (admitted._tag === "Failure") return refusedBeforeAdmission<Sent>({ ...NO_FACTS, namespace, id }, admitted.cause)
+        const headers = req.headers
+        const address = yield* readAddress(rawUrl)
+        const caller = yield* readCaller(auth, registry, headers)
+        const depth = yield* depthOf(caller)
+        const admission = yield* admitByRule(auth.rules, address.namespace, headers, caller)
+        const hostname = yield* bindingOf(rawUrl, headers, hostnameAware)
+        yield* checkCallerScope(admission, caller)
+        const admitted: Admitted = { address, caller, depth, principal: admission.principal, hostname }
+        // Resolve, inflight cap and forward, with their retries.
         const client = clientAddress.of(req)
-        const resolveRequest = resolveRequestOf(admitted.value, affinityOf(req, affinityKey, client))
-        const { placement, sent, failure } = yield* deliver(resolveRequest, transportFor(admitted.value, client))
-        const outcome: InstanceOutcome = { namespace, id, client, worker: placement?.worker, epoch: placement?.epoch, upgradeStatus: undefined, failure }
+        const { placement, sent, failure } = yield* deliver(resolveRequestOf(admitted, affinityOf(req, affinityKey, client)), transportFor(admitted, client))
+        const outcome: InstanceOutcome = {
+          namespace: address.namespace,
+          id: address.id,
+          client,
+          worker: placement?.worker,
+          epoch: placement?.epoch,
+          upgradeStatus: undefined,
+          failure
+        }
         return { outcome, sent } satisfies Routed<Sent>
       })
 
@@ -178,7 +175,7 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
                   sendRequest(forward, req, res, outboundOf(auth, req, client, admitted, placement, sendBy, traceparent), withBody)
               }
             }),
-            outcomeOf
+            { onSuccess: (routed) => routed.outcome, onFailure: (cause) => refusedOutcome(req.url ?? "/", cause) }
           ),
         upgrade: (req, client, head, tunnels) =>
           Effect.catchCause(
@@ -190,7 +187,7 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
               ({ outcome, sent }) =>
                 sent === undefined ? Effect.succeed(outcome) : Effect.as(openTunnel(sent, client, head, tunnels), { ...outcome, upgradeStatus: sent.statusCode })
             ),
-            (cause) => Effect.succeed(defective(cause))
+            (cause) => Effect.succeed(refusedOutcome(req.url ?? "/", cause))
           )
       }
     })
