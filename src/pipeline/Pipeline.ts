@@ -109,7 +109,7 @@ const outboundOf = (
  * no step expected one: the facts are the target's namespace and id, when it has them. The
  * request is answered from the catalogue (a defect: `500 internal error`), never left unanswered.
  */
-const refusedOutcome = (rawUrl: string, failure: Cause.Cause<InstanceError>): InstanceOutcome => {
+const outcomeBeforeDelivery = (rawUrl: string, failure: Cause.Cause<InstanceError>): InstanceOutcome => {
   const address = parseAddress(rawUrl)
   if (Result.isFailure(address)) return { ...NO_FACTS, failure }
   return { ...NO_FACTS, namespace: address.success.namespace, id: address.success.id, failure }
@@ -175,7 +175,7 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
                   sendRequest(forward, req, res, outboundOf(auth, req, client, admitted, placement, sendBy, traceparent), withBody)
               }
             }),
-            { onSuccess: (routed) => routed.outcome, onFailure: (cause) => refusedOutcome(req.url ?? "/", cause) }
+            { onSuccess: (routed) => routed.outcome, onFailure: (cause) => outcomeBeforeDelivery(req.url ?? "/", cause) }
           ),
         upgrade: (req, client, head, tunnels) =>
           Effect.catchCause(
@@ -187,7 +187,7 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
               ({ outcome, sent }) =>
                 sent === undefined ? Effect.succeed(outcome) : Effect.as(openTunnel(sent, client, head, tunnels), { ...outcome, upgradeStatus: sent.statusCode })
             ),
-            (cause) => Effect.succeed(refusedOutcome(req.url ?? "/", cause))
+            (cause) => Effect.succeed(outcomeBeforeDelivery(req.url ?? "/", cause))
           )
       }
     })
