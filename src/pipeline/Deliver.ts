@@ -15,7 +15,7 @@ import { InflightCap, type InflightCapService } from "./InflightCap.js"
 import { resolvePlacement, type ResolveError } from "./steps/Resolve.js"
 
 /** More than this between resolve and send: the placement is resolved again. */
-export const RE_RESOLVE_AFTER_MS = 5_000
+const RE_RESOLVE_AFTER_MS = 5_000
 
 export interface Transport<Sent> {
   /** Requests without a body and upgrades may be re-placed after a refusal: nothing is replayed. */

@@ -134,9 +134,8 @@ export class InstancePipeline extends Context.Service<InstancePipeline, Instance
       const affinityKey = config.affinity.key
 
       /**
-       * The check order, one step a line; the steps that decide at once return Exits, which the
-       * generator continues without a turn of the fiber. Made once here: a generator function
-       * made per request costs about 1 µs more (docs/proxy.md "What Effect constructs cost").
+       * The check order, one step a line. Made once here: a generator function made per
+       * request costs about 1 µs more (docs/proxy.md "What Effect constructs cost").
        */
       const route = Effect.fnUntraced(function* <Sent>(req: IncomingMessage, transportFor: (admitted: Admitted, client: string) => Transport<Sent>) {
         const rawUrl = req.url ?? "/"
