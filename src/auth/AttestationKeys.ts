@@ -30,8 +30,6 @@ export interface AttestationKeyProblem {
 /** The RFC 7638 thumbprint of an Ed25519 public key: SHA-256 of its required members in order, base64url. */
 const thumbprint = (x: string): string => createHash("sha256").update(JSON.stringify({ crv: "Ed25519", kty: "OKP", x })).digest("base64url")
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
-
 const ENCRYPTED_PEM = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/
 
 const privateKeyIn = (text: string): Result.Result<KeyObject, string> => {
@@ -44,7 +42,7 @@ const privateKeyIn = (text: string): Result.Result<KeyObject, string> => {
       createPublicKey(text)
       return Result.fail("expected an Ed25519 private key, got a public key")
     } catch {
-      return Result.fail(`expected an Ed25519 private key, got a PEM block that is no key (${messageOf(error)})`)
+      return Result.fail(`expected an Ed25519 private key, got a PEM block that is no key (${error instanceof Error ? error.message : String(error)})`)
     }
   }
 }
@@ -54,7 +52,7 @@ const keyPairIn = (path: string): Result.Result<AttestationKeyPair, AttestationK
   try {
     text = readFileSync(path, "utf8")
   } catch (error) {
-    return Result.fail({ path, message: `cannot be read (${messageOf(error)})` })
+    return Result.fail({ path, message: `cannot be read (${error instanceof Error ? error.message : String(error)})` })
   }
   return Result.flatMap(
     Result.mapError(privateKeyIn(text), (message) => ({ path, message })),
