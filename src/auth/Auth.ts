@@ -29,7 +29,7 @@ const makeAuth = (config: AuthSettings): Effect.Effect<AuthService> =>
   Effect.gen(function* () {
     const clock = yield* Clock.Clock
     const key = attestationKey(Redacted.value(config.token))
-    const sign = makeAttestationSigner(key)
+    const sign = makeAttestationSigner({ alg: "HS256", secret: key })
     const providers = new Map<string, Provider>()
     for (const [name, provider] of Object.entries(config.providers)) providers.set(name, yield* makeProvider(provider))
     const rules =
