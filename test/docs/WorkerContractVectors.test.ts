@@ -1,11 +1,15 @@
 // The test vectors of docs/registry-api.md "Test vectors", checked against the code that makes and
 // checks the same tokens, so the page a worker author in another language reads cannot drift
 // from what Pinboard signs and accepts.
-import { createPrivateKey, createPublicKey, type JsonWebKey } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { createPrivateKey, createPublicKey } from "node:crypto"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify } from "jose"
+import { Result } from "effect"
+import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
+import { loadAttestationKeys } from "../../src/auth/AttestationKeys.js"
 import { verifyCallerToken } from "../../src/auth/CallerToken.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import type { AttestationPayload, CallerPayload } from "../../src/contract/Claims.js"
@@ -103,12 +107,25 @@ describe("docs/registry-api.md test vectors", () => {
 
   describe("the Ed25519 key pair", () => {
     const privateKey = createPrivateKey(vector("ed25519-private-key"))
-    const jwk: JsonWebKey & { readonly kid: string } = JSON.parse(vector("ed25519-public-jwk"))
+    const jwk: JWK & { readonly kid: string } = JSON.parse(vector("ed25519-public-jwk"))
 
     it("the JWK is the private key's public key, its kid the RFC 7638 thumbprint", async () => {
       expect(privateKey.asymmetricKeyType).toBe("ed25519")
-      const { kty, crv, x } = createPublicKey(privateKey).export({ format: "jwk" })
-      expect(jwk).toEqual({ kty, crv, x, kid: await calculateJwkThumbprint({ kty, crv, x }, "sha256"), alg: "EdDSA", use: "sig" })
+      const publicKey = { kty: "OKP", crv: "Ed25519", x: createPublicKey(privateKey).export({ format: "jwk" }).x! }
+      expect(jwk).toEqual({ ...publicKey, kid: await calculateJwkThumbprint(publicKey, "sha256"), alg: "EdDSA", use: "sig" })
+    })
+
+    it("is what Pinboard loads from the PEM file and publishes", () => {
+      const dir = mkdtempSync(join(tmpdir(), "pinboard-vectors-"))
+      try {
+        const path = join(dir, "attestation.pem")
+        writeFileSync(path, `${vector("ed25519-private-key")}\n`)
+        const [loaded] = Result.getOrThrow(loadAttestationKeys([path]))
+        expect(loaded!.publicJwk).toEqual(jwk)
+        expect(loaded!.kid).toBe(jwk.kid)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
     })
 
     it("the EdDSA attestation is what Pinboard signs with that key, and verifies with the JWK", async () => {
