@@ -107,7 +107,7 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   { name: "PINBOARD_REDIS_TLS_CERT", path: ["redis", "tlsCert"], kind: "string", summary: "PEM file of a client certificate, for mutual TLS" },
   { name: "PINBOARD_REDIS_TLS_KEY", path: ["redis", "tlsKey"], kind: "string", summary: "PEM file of that certificate's key" },
   { name: "PINBOARD_REDIS_TLS_SERVERNAME", path: ["redis", "tlsServername"], kind: "string", summary: "name to check Redis's certificate against (SNI); unset: the host's" },
-  { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets per namespace" },
+  { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets the ids of every namespace share (one set, not one per namespace)" },
   {
     name: "PINBOARD_REGISTRY_MAX_CLOCK_OFFSET_MS",
     path: ["registry", "maxClockOffsetMs"],
