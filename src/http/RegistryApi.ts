@@ -4,7 +4,7 @@ import { Effect, type Schema } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
 import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../Errors.js"
-import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../registry/Domain.js"
+import type { CasOutcome, NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../registry/Domain.js"
 import { Registry, type RegistryService } from "../registry/Registry.js"
 import { readJson, REGISTRY_BODY_LIMIT } from "./Body.js"
 import { isReadMethod } from "./Reply.js"
@@ -32,8 +32,11 @@ export interface ApiAnswer {
 }
 
 const ok = (json: unknown): ApiAnswer => ({ status: 200, json })
-const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } | { _tag: "Conflict"; current: string | null }): ApiAnswer =>
-  outcome._tag === "Done" ? ok({ [field]: true }) : { status: 409, json: { [field]: false, epoch: outcome.current } }
+const casAnswer = (field: "released" | "tagged") => (outcome: CasOutcome): ApiAnswer => {
+  // Asked without an owner grant (as every call here is), the registry never answers HeldByAnotherWorker.
+  if (outcome._tag === "HeldByAnotherWorker") throw new Error(`${field}: HeldByAnotherWorker without an owner grant`)
+  return outcome._tag === "Done" ? ok({ [field]: true }) : { status: 409, json: { [field]: false, epoch: outcome.current } }
+}
 
 const body = <A>(req: IncomingMessage, schema: Schema.Decoder<A>) =>
   Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => Effect.fromResult(decodeBody(schema, input)))
@@ -153,6 +156,7 @@ export const handleRegistry = (req: IncomingMessage) =>
               namespaces: registrationsOf(input.namespaces),
               headroom: input.headroom,
               draining: input.draining ?? false,
+              callerKey: undefined,
               ...(input.epoch === undefined ? {} : { epoch: input.epoch })
             })
           )
