@@ -68,7 +68,20 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     kind: "number",
     summary: "after SIGTERM, requests are still served this long with /readyz 503, then the drain"
   },
-  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token workers and inspect present (required)" },
+  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token: every role, or with PINBOARD_CREDENTIALS_FILE an operator credential" },
+  {
+    name: "PINBOARD_CREDENTIALS_FILE",
+    path: ["credentials"],
+    kind: "string",
+    summary: "JSON file of operator and worker credentials by role; read again on SIGHUP and when it changes"
+  },
+  {
+    name: "PINBOARD_ATTESTATION_KEYS",
+    path: ["attestation", "keys"],
+    kind: "list",
+    expected: "expected a comma-separated list of PEM files",
+    summary: "PEM Ed25519 private keys, comma list: the first signs attestations, all are published"
+  },
   { name: "PINBOARD_REDIS_URL", path: ["redis", "url"], kind: "string", summary: "one Redis; unset: the embedded registry" },
   {
     name: "PINBOARD_REDIS_CLUSTER",
