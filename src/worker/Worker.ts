@@ -104,10 +104,7 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const clock = yield* Clock.Clock
     const now = () => clock.currentTimeMillisUnsafe()
     const log = failureLog(options.log ?? writeToStdout, options.worker, now)
-    const { token } = yield* Effect.try({
-      try: () => presentedCredential(options),
-      catch: (error) => (error instanceof WorkerCredentialError ? error : new WorkerCredentialError({ message: String(error) }))
-    })
+    const { token } = yield* Effect.try({ try: () => presentedCredential(options), catch: (error) => error as WorkerCredentialError })
     const tokenKey = token === undefined ? undefined : attestationKey(token)
     const definitions = new Map(Object.entries(options.instances) as Array<[string, InstanceDefinition<unknown>]>)
     const host = options.host ?? "127.0.0.1"

@@ -11,6 +11,7 @@ import { TestClock } from "effect/testing"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { defineInstance } from "../../src/worker/Definition.js"
 import { KEYS_REFRESH_MS, UNKNOWN_KID_COOLDOWN_MS } from "../../src/worker/AttestationKeySet.js"
+import type { RegistryClient } from "../../src/worker/RegistryClient.js"
 import { makeWorker, type WorkerOptions } from "../../src/worker/Worker.js"
 import type { LogLine } from "../../src/worker/WorkerLog.js"
 import { registryStandIn, type RegistryStandIn } from "../support/RegistryStandIn.js"
@@ -112,6 +113,38 @@ describe("attestations with Pinboard's keys", () => {
       yield* until(() => keysFetches(standIn) === 2, "the periodic fetch")
       yield* until(send(HS256).pipe(Effect.map((status) => status === 401)), "HS256 refused after the refresh")
       expect(yield* send({ alg: "EdDSA", key })).toBe(200)
+    })
+  )
+
+  it.effect("until Pinboard gave its keys the worker does not register, and refuses requests in band (503)", () =>
+    Effect.gen(function* () {
+      const calls: Array<string> = []
+      const log: Array<LogLine> = []
+      const unreachable: RegistryClient = {
+        keys: async () => {
+          calls.push("keys")
+          throw new Error("connect ECONNREFUSED")
+        },
+        register: async () => {
+          calls.push("register")
+          throw new Error("not reached")
+        },
+        heartbeat: async () => ({ _tag: "LeaseLost" }),
+        release: async () => true,
+        deregister: async () => {}
+      }
+      const worker = yield* makeWorker({ pinboard: "http://127.0.0.1:1", token: TOKEN, worker: "w1", instances: { "/counters": counter }, registry: unreachable, log: (line) => void log.push(line) })
+      yield* until(() => log.some((line) => line.message === "register failed, retrying"), "the first attempt")
+      expect(log.find((line) => line.message === "register failed, retrying")!.cause).toBe("register: connect ECONNREFUSED")
+      const now = yield* Clock.currentTimeMillis
+      const token = yield* Effect.promise(() => signTestAttestation(HS256, PLACEMENT, now))
+      const response = yield* Effect.promise(() => fetch(`${worker.url}/counters/c1/increment`, { method: "POST", headers: { "pinboard-attestation": token } }))
+      expect([response.status, response.headers.get("pinned-refusal"), yield* Effect.promise(() => response.text())]).toEqual([
+        503,
+        "lease-unhealthy",
+        '{"error":"attestation keys not known yet"}'
+      ])
+      expect(calls).toEqual(["keys"])
     })
   )
 
