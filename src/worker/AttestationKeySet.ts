@@ -76,7 +76,7 @@ export const makeAttestationKeySet = (
   return { current: () => keys, refresh, known: () => (keys === undefined ? refresh() : Promise.resolve(keys)), lookup }
 }
 
-const NO_KEYS =
+const NO_ATTESTATION_KEYS =
   "Pinboard publishes no attestation keys (GET /registry/keys), so a worker holding a credential and no deployment token " +
   "could verify no Pinboard-Attestation: configure attestation keys on Pinboard (PINBOARD_ATTESTATION_KEYS, docs/deploy.md#credentials)"
 
@@ -102,10 +102,10 @@ export const keepAttestationKeys = (
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie
       )
-      if (keys.kids.size === 0) return yield* Effect.fail(new WorkerCredentialError({ message: NO_KEYS }))
+      if (keys.kids.size === 0) return yield* Effect.fail(new WorkerCredentialError({ message: NO_ATTESTATION_KEYS }))
     }
     const refreshed = fetched.pipe(
-      Effect.flatMap((keys) => (keys.kids.size === 0 && !tokenHeld ? Effect.logError(`${NO_KEYS}; every request is refused until it does`) : Effect.void)),
+      Effect.flatMap((keys) => (keys.kids.size === 0 && !tokenHeld ? Effect.logError(`${NO_ATTESTATION_KEYS}; every request is refused until it does`) : Effect.void)),
       Effect.catch((error) => logCallError(KEYS_FETCH, error))
     )
     yield* Effect.forkScoped(Effect.schedule(refreshed, Schedule.spaced(Duration.millis(KEYS_REFRESH_MS))))

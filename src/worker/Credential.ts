@@ -6,14 +6,14 @@ import { readFile } from "node:fs/promises"
 import { Data } from "effect"
 
 /** A worker credential: as it is, or a function giving the one to present now. */
-export type CredentialSource = string | (() => string | Promise<string>)
+export type WorkerCredentialSource = string | (() => string | Promise<string>)
 
 /** Exactly one of the three. */
 export interface CredentialOptions {
   /** The deployment token: it opens every registry call, and the HS256 attestation key derives from it. */
   readonly token?: string | undefined
   /** A worker key, or a JWT for one of Pinboard's `jwt` providers. */
-  readonly credential?: CredentialSource | undefined
+  readonly credential?: WorkerCredentialSource | undefined
   /** A file holding the credential, read again on every registry call. */
   readonly credentialFile?: string | undefined
 }
@@ -28,7 +28,7 @@ export interface PresentedCredential {
 /** The worker cannot start as configured: which credential, or why nothing could verify its requests. */
 export class WorkerCredentialError extends Data.TaggedError("WorkerCredentialError")<{ readonly message: string }> {}
 
-const NAMES = ["token", "credential", "credentialFile"] as const
+const CREDENTIAL_OPTIONS = ["token", "credential", "credentialFile"] as const
 
 const fromFile = async (path: string): Promise<string> => {
   let text: string
@@ -44,7 +44,7 @@ const fromFile = async (path: string): Promise<string> => {
 
 /** The one credential the options give; a WorkerCredentialError naming what was given when that is not exactly one. */
 export const presentedCredential = (options: CredentialOptions): PresentedCredential => {
-  const given = NAMES.filter((name) => options[name] !== undefined)
+  const given = CREDENTIAL_OPTIONS.filter((name) => options[name] !== undefined)
   if (given.length !== 1) {
     throw new WorkerCredentialError({
       message: `the worker takes exactly one of token, credential and credentialFile; got ${given.length === 0 ? "none" : given.join(" and ")}`

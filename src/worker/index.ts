@@ -3,7 +3,7 @@
 export { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
 export type { LogLine, WorkerLog } from "./WorkerLog.js"
 export { startWorker, type PinboardWorker } from "./StartWorker.js"
-export { WorkerCredentialError, type CredentialSource } from "./Credential.js"
+export { WorkerCredentialError, type WorkerCredentialSource } from "./Credential.js"
 export type { TracesOptions } from "./Tracing.js"
 export {
   defineInstance,
