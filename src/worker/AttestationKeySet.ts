@@ -105,7 +105,11 @@ export const keepAttestationKeys = (
       if (keys.kids.size === 0) return yield* Effect.fail(new WorkerCredentialError({ message: NO_ATTESTATION_KEYS }))
     }
     const refreshed = fetched.pipe(
-      Effect.flatMap((keys) => (keys.kids.size === 0 && !tokenHeld ? Effect.logError(`${NO_ATTESTATION_KEYS}; every request is refused until it does`) : Effect.void)),
+      Effect.flatMap((keys) =>
+        keys.kids.size === 0 && !tokenHeld
+          ? Effect.logError("Pinboard publishes no attestation keys any more: every request is refused until it does again")
+          : Effect.void
+      ),
       Effect.catch((error) => logCallError(KEYS_FETCH, error))
     )
     yield* Effect.forkScoped(Effect.schedule(refreshed, Schedule.spaced(Duration.millis(KEYS_REFRESH_MS))))

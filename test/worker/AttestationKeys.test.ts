@@ -44,7 +44,8 @@ const setup = (standIn: RegistryStandIn, options: Partial<WorkerOptions> = { tok
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const token = yield* Effect.promise(() => signTestAttestation(signing, PLACEMENT, now))
-        return yield* Effect.promise(() => fetch(`${worker.url}/counters/c1/increment`, { method: "POST", headers: { "pinboard-attestation": token } }).then((r) => r.status))
+        const headers = { "pinboard-attestation": token }
+        return yield* Effect.promise(() => fetch(`${worker.url}/counters/c1/increment`, { method: "POST", headers }).then((r) => r.status))
       })
     return { worker, send, log }
   })
@@ -133,7 +134,14 @@ describe("attestations with Pinboard's keys", () => {
         release: async () => true,
         deregister: async () => {}
       }
-      const worker = yield* makeWorker({ pinboard: "http://127.0.0.1:1", token: TOKEN, worker: "w1", instances: { "/counters": counter }, registry: unreachable, log: (line) => void log.push(line) })
+      const worker = yield* makeWorker({
+        pinboard: "http://127.0.0.1:1",
+        token: TOKEN,
+        worker: "w1",
+        instances: { "/counters": counter },
+        registry: unreachable,
+        log: (line) => void log.push(line)
+      })
       yield* until(() => log.some((line) => line.message === "register failed, retrying"), "the first attempt")
       expect(log.find((line) => line.message === "register failed, retrying")!.cause).toBe("register: connect ECONNREFUSED")
       const now = yield* Clock.currentTimeMillis
