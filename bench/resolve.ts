@@ -90,6 +90,7 @@ const run = async (client: Redis, server: RedisServer): Promise<void> => {
     worker: `w${w}`,
     advertiseUrl: `http://127.0.0.1:${9000 + w}`,
     namespaces: [{ namespace: NAMESPACE, hostname: "", env: "" }],
+    callerKey: undefined,
     headroom: 100,
     draining: false
   }))

@@ -1,10 +1,11 @@
 // The layers, composed in one place: the two listeners over the instance pipeline (deliver,
 // the forward's context, the inflight cap), the registry on the backend the config chooses and
-// its clock, auth, the upstream client, the forward's timers, the metrics and the traces; each
+// its clock, auth and the registry API's credentials, the upstream client, the forward's timers, the metrics and the traces; each
 // reads the config it needs from AppConfig.
 import { Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { Auth } from "./auth/Auth.js"
+import { Credentials } from "./auth/Credentials.js"
 import type { PinboardConfig } from "./Config.js"
 import { MetricsServer } from "./http/MetricsServer.js"
 import { Server } from "./http/Server.js"
@@ -25,7 +26,7 @@ export const appLayer = (config: PinboardConfig): Layer.Layer<Server | MetricsSe
   Layer.merge(Server.layer, MetricsServer.layer).pipe(
     Layer.provide(InstancePipeline.layer),
     Layer.provide(Layer.merge(Deliver.layer, ForwardContext.layer)),
-    Layer.provideMerge(Layer.mergeAll(InflightCap.layer, ClientAddress.layer, Tracing.layer, Auth.layer, Upstream.layer, Deadlines.layer)),
+    Layer.provideMerge(Layer.mergeAll(InflightCap.layer, ClientAddress.layer, Tracing.layer, Auth.layer, Credentials.layer, Upstream.layer, Deadlines.layer)),
     Layer.provideMerge(Registry.layer),
     Layer.provide(RegistryClock.layer),
     Layer.provideMerge(Backend.layer),

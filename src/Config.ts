@@ -7,6 +7,8 @@ import { Effect, Result, Schema, SchemaParser } from "effect"
 import { DEFAULT_TAKEOVER, type Takeover } from "./config/Fields.js"
 import { describeParseError, formatPath } from "./config/Messages.js"
 import { readRedisFiles } from "./config/RedisFiles.js"
+import { loadAttestationKeys } from "./auth/AttestationKeys.js"
+import { credentialSourceOf, describeSource, loadCredentialSet } from "./auth/CredentialSet.js"
 import { loadTlsPair, tlsFilesOf } from "./serving/Tls.js"
 import { type PinboardConfig, PinboardConfigSchema } from "./config/Schema.js"
 import { nearest } from "./config/Nearest.js"
@@ -46,6 +48,13 @@ const unknownVariableMessage = (name: string): string => {
   return `${name}: unknown variable; ${near === undefined ? "pinboard --help lists every one" : `did you mean ${near}?`}`
 }
 
+/** Each line of a loaded file's problems, prefixed with the setting that named it and what it is. */
+const problemLines = (setting: string, what: string, problems: string): string =>
+  problems
+    .split("\n")
+    .map((line) => (setting === what ? `${setting}.${line}` : `${setting}: ${what}: ${line}`))
+    .join("\n")
+
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 const decodeConfig = SchemaParser.decodeUnknownEffect(PinboardConfigSchema, { onExcessProperty: "error", errors: "all" })
@@ -77,6 +86,19 @@ export const loadConfigWithSources: (input: {
     return new ConfigInvalid({ message: `${set?.name ?? formatPath(path)}: ${problem.message}` })
   }
   yield* Effect.fromResult(Result.mapError(readRedisFiles(config.redis), fileProblem("redis")))
+  const credentials = credentialSourceOf(config.credentials)
+  if (credentials !== undefined) {
+    const named = credentials._tag === "Inline" ? "credentials" : (sources.find((source) => source.envVar.path[0] === "credentials")?.name ?? "credentials")
+    yield* Effect.fromResult(
+      Result.mapError(loadCredentialSet(credentials, config), (problem) => new ConfigInvalid({ message: problemLines(named, describeSource(credentials), problem) }))
+    )
+  }
+  if (config.attestation.keys.length > 0) {
+    const named = sources.find((source) => source.envVar.path.join(".") === "attestation.keys")?.name ?? "attestation.keys"
+    yield* Effect.fromResult(
+      Result.mapError(loadAttestationKeys(config.attestation.keys), (problem) => new ConfigInvalid({ message: `${named}: ${JSON.stringify(problem.path)}: ${problem.message}` }))
+    )
+  }
   const tls = tlsFilesOf(config.tls)
   if (tls !== undefined) yield* Effect.fromResult(Result.mapError(loadTlsPair(tls), fileProblem("tls")))
   return { config, file, fileContent, sources }

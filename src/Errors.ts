@@ -244,6 +244,31 @@ export class InvalidDeploymentToken extends Schema.TaggedError<InvalidDeployment
   }
 }
 
+/** Credentials by role (docs/deploy.md "Credentials"): a worker credential outside its entry. */
+export class CredentialDoesNotCoverWorker extends Schema.TaggedError<CredentialDoesNotCoverWorker>()("CredentialDoesNotCoverWorker", {}) {
+  get reply(): Reply {
+    return json(403, "credential does not cover worker")
+  }
+}
+
+export class CredentialDoesNotCoverNamespace extends Schema.TaggedError<CredentialDoesNotCoverNamespace>()("CredentialDoesNotCoverNamespace", {}) {
+  get reply(): Reply {
+    return json(403, "credential does not cover namespace")
+  }
+}
+
+export class PlacementHeldByAnotherWorker extends Schema.TaggedError<PlacementHeldByAnotherWorker>()("PlacementHeldByAnotherWorker", {}) {
+  get reply(): Reply {
+    return json(403, "placement held by another worker")
+  }
+}
+
+export class OperatorCredentialRequired extends Schema.TaggedError<OperatorCredentialRequired>()("OperatorCredentialRequired", {}) {
+  get reply(): Reply {
+    return json(403, "operator credential required")
+  }
+}
+
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", { problem: Schema.String }) {
   get reply(): Reply {
     return json(400, this.problem)
@@ -338,7 +363,11 @@ export const catalogue = [
   { example: new UpstreamTimeout(), when: "No response headers within `forwards.timeoutMs` (30 s) of the request being sent; a streaming body is never cut by it." },
   { example: new WorkerAtCapacity(), when: "More than `forwards.maxInflight` forwards to the worker await headers in this Pinboard process." },
   { example: new WorkerRefusedActivation(), when: "The worker answered `Pinned-Refusal: lease-unhealthy` to a request with a body, or the one re-place also refused or found no other worker." },
-  { example: new InvalidDeploymentToken(), when: "A `/registry/*` call without `Authorization: Bearer <deployment token>`." },
+  { example: new InvalidDeploymentToken(), when: "A `/registry/*` call without `Authorization: Bearer <deployment token>`; with `credentials`, one whose key or token matches no operator or worker credential." },
+  { example: new CredentialDoesNotCoverWorker(), when: "With `credentials`: a worker credential registers, heartbeats or names a worker id outside its entry's `workers`." },
+  { example: new CredentialDoesNotCoverNamespace(), when: "With `credentials`: a worker credential registers a namespace (or hostname binding) outside its entry's `namespaces`, or releases or tags an id of one." },
+  { example: new PlacementHeldByAnotherWorker(), when: "With `credentials`: a worker credential releases or tags a placement whose owner its entry does not cover (checked in the same script call as the compare-and-set)." },
+  { example: new OperatorCredentialRequired(), when: "With `credentials`: a worker credential lists the workers, reads a placement, or deregisters a worker its entry does not cover." },
   { example: new InvalidRequest({ problem: "headroom: expected a finite number >= 0" }), when: "A registry API body, path or query parameter is invalid; the message names the field and what was expected." },
   { example: new BodyTooLarge(), when: "A registry API body over 64 KiB." },
   { example: new RouteNotFound(), when: "An unknown `/registry/*` route; with `registry.port` set, any `/registry/*` on the data port, and any path but the probes and `/registry/*` on the registry port." },

@@ -1,6 +1,6 @@
 // docs/config.md: flags > environment > JSON file > defaults; every invalid value is a
 // ConfigInvalid whose message names the field (or variable, or flag) and what was expected.
-import { generateKeyPairSync } from "node:crypto"
+import { createHash, generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -34,7 +34,7 @@ const failure = (env: Env, file?: unknown) =>
     Effect.map((e) => e.message)
   )
 
-const plain = (config: PinboardConfig) => ({ ...config, token: Redacted.value(config.token) })
+const plain = (config: PinboardConfig) => ({ ...config, token: config.token === undefined ? undefined : Redacted.value(config.token) })
 
 const DEFAULTS = {
   port: 8080,
@@ -45,6 +45,8 @@ const DEFAULTS = {
   server: { keepAliveTimeoutMs: 75000, headersTimeoutMs: 60000 },
   http2: { enabled: true, h2c: false, maxConcurrentStreams: 128, maxHeaderListSize: 16384, streamResetBurst: 100, streamResetRate: 33 },
   token: "deployment-secret",
+  credentials: undefined,
+  attestation: { keys: [] },
   redis: { url: undefined, cluster: undefined, sentinels: undefined, sentinelMaster: undefined, prefix: "pb", username: undefined, password: undefined, passwordFile: undefined, sentinelUsername: undefined, sentinelPassword: undefined, tls: false, tlsCa: undefined, tlsCert: undefined, tlsKey: undefined, tlsServername: undefined },
   registry: { maxClockOffsetMs: 1000, port: undefined, host: undefined },
   buckets: 16,
@@ -132,7 +134,7 @@ describe("precedence: environment > file > defaults", () => {
           hostnameAware: false
         }
       )
-      expect(Redacted.value(config.token)).toBe("from-env")
+      expect(Redacted.value(config.token!)).toBe("from-env")
       expect(config.port).toBe(9100)
       expect(config.host).toBe("127.0.0.1")
       expect(config.redis.prefix).toBe("env")
@@ -174,7 +176,7 @@ describe("precedence: environment > file > defaults", () => {
   it.effect("the token may come from the file alone", () =>
     Effect.gen(function*() {
       const config = yield* load({}, { token: "from-file" })
-      expect(Redacted.value(config.token)).toBe("from-file")
+      expect(Redacted.value(config.token!)).toBe("from-file")
     }))
 
   it.effect("an empty environment variable counts as unset", () =>
@@ -290,7 +292,7 @@ describe("structured options", () => {
 
 describe("invalid values: ConfigInvalid naming the field and what was expected", () => {
   const cases: ReadonlyArray<{ readonly name: string; readonly env?: Env; readonly file?: unknown; readonly raw?: string; readonly message: string }> = [
-    { name: "missing token", env: { PINBOARD_TOKEN: "" }, message: `token: required; set PINBOARD_TOKEN or "token" in the config file` },
+    { name: "missing token", env: { PINBOARD_TOKEN: "" }, message: `token: required; set PINBOARD_TOKEN or "token" in the config file, or credentials (PINBOARD_CREDENTIALS_FILE)` },
     { name: "empty token in the file", env: { PINBOARD_TOKEN: "" }, file: { token: "" }, message: "token: expected a non-empty string" },
     { name: "port not a number", env: { PINBOARD_PORT: "abc" }, message: `PINBOARD_PORT: expected an integer from 1 to 65535, got "abc"` },
     { name: "port out of range", env: { PINBOARD_PORT: "70000" }, message: `PINBOARD_PORT: expected an integer from 1 to 65535, got "70000"` },
@@ -374,7 +376,7 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
     { name: "bad caller", file: { namespaces: [{ namespace: "/t", auth: "none", callers: ["rooms"] }] }, message: `namespaces[0].callers[0]: expected "*" or a namespace like "/threads", got "rooms"` },
     { name: "two rules for one namespace", file: { namespaces: [{ namespace: "/t", auth: "none" }, { namespace: "/t", auth: "none" }] }, message: `namespaces[1].namespace: expected a namespace no earlier rule names, got "/t"` },
     { name: "credential naming header and cookie", file: { namespaces: [{ namespace: "/t", auth: "none", credential: { header: "x", cookie: "y" } }] }, message: `namespaces[0].credential: expected {"header": <name>} or {"cookie": <name>}` },
-    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option; did you mean leaseMs? (expected one of: port, host, trustedProxies, proxyProtocol, tls, server, http2, token, redis, registry, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
+    { name: "unknown top-level key", file: { leaseMS: 2000 }, message: "leaseMS: unknown option; did you mean leaseMs? (expected one of: port, host, trustedProxies, proxyProtocol, tls, server, http2, token, credentials, attestation, redis, registry, buckets, leaseMs, balanceFactor, affinity, hostnameAware, envs, forwards, nack, shutdown, metrics, log, otlp, providers, namespaces)" },
     { name: "a trusted proxy that is no address", env: { PINBOARD_TRUSTED_PROXIES: "10.0.0.0/8, lb.internal" }, message: `PINBOARD_TRUSTED_PROXIES: expected a comma-separated list of IP addresses and CIDR ranges, got "10.0.0.0/8, lb.internal"` },
     { name: "a CIDR prefix past the family's", file: { trustedProxies: ["10.0.0.0/33"] }, message: `trustedProxies[0]: expected an IP address or a CIDR range (10.0.0.0/8, fd00::/8), got "10.0.0.0/33"` },
     { name: "trusted proxies not a list in the file", file: { trustedProxies: "10.0.0.1" }, message: `trustedProxies: expected a list of IP addresses and CIDR ranges, got "10.0.0.1"` },
@@ -456,13 +458,12 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
       expect(message).toMatch(/^config file ".*config-\d+\.json" \(from --config\): expected a JSON object$/)
     }))
 
-  it.effect("several mistakes are all reported, one per line", () =>
+  it.effect("several mistakes are all reported, one per line (rules across fields, the token's among them, once the fields are valid)", () =>
     Effect.gen(function*() {
       const message = yield* failure({ PINBOARD_PORT: "x" }, { buckets: 0, typo: 1 })
       expect(message.split("\n").sort()).toStrictEqual([
         `PINBOARD_PORT: expected an integer from 1 to 65535, got "x"`,
         "buckets: expected an integer from 1 to 16384, got 0",
-        `token: required; set PINBOARD_TOKEN or "token" in the config file`,
         expect.stringMatching(/^typo: unknown option/)
       ])
     }))
@@ -490,6 +491,63 @@ describe("invalid values: ConfigInvalid naming the field and what was expected",
         Effect.map((e) => e.message)
       )
       expect(message).toMatch(new RegExp(`^config file "${dir}" \\(from --config\\): cannot read it \\(EISDIR`))
+    }))
+})
+
+describe("credentials by role (docs/deploy.md \"Credentials\"), read at start", () => {
+  const sha = (key: string) => createHash("sha256").update(key).digest("hex")
+  const operators = [{ name: "oncall", sha256: sha("operator-key") }]
+  const workers = [{ name: "chat", sha256: sha("chat-key"), workers: ["chat-*"], namespaces: ["/threads"] }]
+  const keyFile = (name: string) => {
+    const path = join(dir, name)
+    writeFileSync(path, generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))
+    return path
+  }
+  const [a, b] = [keyFile("a.pem"), keyFile("b.pem")]
+
+  it.effect("with credentials the token is optional; without either, exit 2", () =>
+    Effect.gen(function*() {
+      const config = yield* load({ PINBOARD_ATTESTATION_KEYS: `${a}, ${b}` }, { credentials: { operators } })
+      expect(config.token).toBeUndefined()
+      expect(config.attestation.keys).toEqual([a, b])
+      expect(yield* failure({}, {})).toBe(`token: required; set PINBOARD_TOKEN or "token" in the config file, or credentials (PINBOARD_CREDENTIALS_FILE)`)
+    }))
+
+  it.effect("no deployment token and no attestation keys: nothing could sign attestations", () =>
+    Effect.gen(function*() {
+      expect(yield* failure({}, { credentials: { operators } })).toMatch(/^attestation\.keys: expected attestation keys \(PINBOARD_ATTESTATION_KEYS\) without a deployment token/)
+    }))
+
+  it.effect("PINBOARD_CREDENTIALS_FILE names a file, checked at start", () =>
+    Effect.gen(function*() {
+      const path = writeConfig({ operators, workers })
+      const config = yield* load({ ...TOKEN, PINBOARD_CREDENTIALS_FILE: path, PINBOARD_ATTESTATION_KEYS: a })
+      expect(config.credentials).toBe(path)
+      const bad = writeConfig({ operators: [{ name: "oncall", sha256: "nope" }] })
+      expect(yield* failure({ ...TOKEN, PINBOARD_CREDENTIALS_FILE: bad })).toBe(
+        `PINBOARD_CREDENTIALS_FILE: credentials file ${JSON.stringify(bad)}: operators[0].sha256: expected 64 hex digits (a SHA-256), got "nope"`
+      )
+      expect(yield* failure({ ...TOKEN, PINBOARD_CREDENTIALS_FILE: join(dir, "absent.json") })).toMatch(/^PINBOARD_CREDENTIALS_FILE: credentials file ".*absent\.json": cannot read it/)
+    }))
+
+  it.effect("an attestation key file that is not an Ed25519 private key: exit 2 naming the file", () =>
+    Effect.gen(function*() {
+      const rsa = join(dir, "rsa.pem")
+      writeFileSync(rsa, generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ type: "pkcs8", format: "pem" }))
+      expect(yield* failure({ ...TOKEN, PINBOARD_ATTESTATION_KEYS: `${a},${rsa}` })).toBe(
+        `PINBOARD_ATTESTATION_KEYS: ${JSON.stringify(rsa)}: expected an Ed25519 private key, got an rsa key`
+      )
+      expect(yield* failure(TOKEN, { attestation: { keys: [join(dir, "absent.pem")] } })).toMatch(/^attestation\.keys: ".*absent\.pem": /)
+    }))
+
+  it.effect("worker credentials without attestation keys: exit 2", () =>
+    Effect.gen(function*() {
+      expect(yield* failure(TOKEN, { credentials: { workers } })).toMatch(/^credentials\.workers: expected attestation keys/)
+    }))
+
+  it.effect("credentials is an object or a file's name", () =>
+    Effect.gen(function*() {
+      expect(yield* failure(TOKEN, { credentials: 3 })).toBe("credentials: expected a credentials file's name, or a credentials object, got 3")
     }))
 })
 

@@ -213,6 +213,7 @@ export const registerFleet = async (
       worker: member.worker,
       advertiseUrl: `http://10.0.${Math.floor(w / 250)}.${w % 250}:8080`,
       namespaces: [{ namespace: NAMESPACE, hostname: "", env: "" }],
+      callerKey: undefined,
       headroom: member.headroom,
       draining: false
     })

@@ -1,8 +1,10 @@
-// `Pinboard-Attestation` (docs/config.md): the HS256 JWS Pinboard adds to every forward, telling the
+// `Pinboard-Attestation` (docs/config.md): the JWS Pinboard adds to every forward, telling the
 // worker that the request came through Pinboard, for which placement, at what depth, and for
-// whom. Signed synchronously with the key derived once: the forward waits on nothing for it.
-// (jose's signers are asynchronous; tests verify these tokens with jose's jwtVerify.)
-import { createHmac, createSecretKey } from "node:crypto"
+// whom. HS256 with the key derived from the deployment token, or EdDSA with the first
+// attestation key (AttestationKeys.ts), its header naming the key's kid. Signed synchronously
+// with a key made once: the forward waits on nothing for it. (jose's signers are asynchronous;
+// tests verify these tokens with jose's jwtVerify.)
+import { createHmac, createSecretKey, sign, type KeyObject } from "node:crypto"
 import { ATTESTATION_TTL_S, PINBOARD_ISSUER, type AttestationPayload } from "../contract/Claims.js"
 
 export interface AttestationClaims {
@@ -20,9 +22,36 @@ export interface AttestationClaims {
   readonly hostname?: { readonly env: string; readonly host: string } | undefined
 }
 
-const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toString("base64url")
-
 export type AttestationSigner = (claims: AttestationClaims, nowMs: number) => string
+
+/** The token-derived HS256 key, or an Ed25519 private key and its kid. */
+export type AttestationSigningKey =
+  | { readonly alg: "HS256"; readonly secret: Uint8Array }
+  | { readonly alg: "EdDSA"; readonly kid: string; readonly privateKey: KeyObject }
+
+/** The encoded JWS header and the signature of a signing input, for one key. */
+interface Jws {
+  readonly header: string
+  readonly signature: (signingInput: string) => string
+}
+
+const encodedHeader = (header: object): string => Buffer.from(JSON.stringify(header)).toString("base64url")
+
+const jwsFor = (key: AttestationSigningKey): Jws => {
+  if (key.alg === "HS256") {
+    const secret = createSecretKey(key.secret)
+    return {
+      header: encodedHeader({ alg: "HS256", typ: "JWT" }),
+      signature: (signingInput) => createHmac("sha256", secret).update(signingInput).digest("base64url")
+    }
+  }
+  const { privateKey } = key
+  return {
+    header: encodedHeader({ alg: "EdDSA", typ: "JWT", kid: key.kid }),
+    // Ed25519 takes no digest: the algorithm argument is null.
+    signature: (signingInput) => sign(null, Buffer.from(signingInput), privateKey).toString("base64url")
+  }
+}
 
 /** How many tokens of one second are kept at most (see makeAttestationSigner). */
 const MAX_KEPT_TOKENS = 10_000
@@ -32,8 +61,8 @@ const MAX_KEPT_TOKENS = 10_000
  * without a principal, caller or hostname, gets the same token: it is signed once and kept
  * until the second is over. Others are signed each time.
  */
-export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner => {
-  const key = createSecretKey(keyBytes)
+export const makeAttestationSigner = (key: AttestationSigningKey): AttestationSigner => {
+  const jws = jwsFor(key)
   // Mutants of when a token is kept or dropped are equivalent: the kept tokens only cache
   // deterministic signatures, so keeping, clearing or skipping signs the same token
   // (docs/reliability.md "Mutation testing").
@@ -41,7 +70,7 @@ export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner =
   let keptSecond = -1
   const kept = new Map<string, string>()
   return (claims, nowMs) => {
-    if (claims.principal !== undefined || claims.caller !== undefined || claims.hostname !== undefined) return signWith(key, claims, nowMs)
+    if (claims.principal !== undefined || claims.caller !== undefined || claims.hostname !== undefined) return signWith(jws, claims, nowMs)
     // Stryker disable next-line ArithmeticOperator: equivalent, a cache
     const second = Math.floor(nowMs / 1000)
     // Stryker disable next-line ConditionalExpression: equivalent, a cache
@@ -53,7 +82,7 @@ export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner =
     let token = kept.get(placement)
     // Stryker disable next-line ConditionalExpression: equivalent, a cache
     if (token === undefined) {
-      token = signWith(key, claims, nowMs)
+      token = signWith(jws, claims, nowMs)
       // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a cache
       if (kept.size < MAX_KEPT_TOKENS) kept.set(placement, token)
     }
@@ -61,7 +90,7 @@ export const makeAttestationSigner = (keyBytes: Uint8Array): AttestationSigner =
   }
 }
 
-const signWith = (key: ReturnType<typeof createSecretKey>, claims: AttestationClaims, nowMs: number): string => {
+const signWith = (jws: Jws, claims: AttestationClaims, nowMs: number): string => {
   const iat = Math.floor(nowMs / 1000)
   const payload: { -readonly [Claim in keyof AttestationPayload]: AttestationPayload[Claim] } = {
     iss: PINBOARD_ISSUER,
@@ -82,6 +111,6 @@ const signWith = (key: ReturnType<typeof createSecretKey>, claims: AttestationCl
     payload.env = claims.hostname.env
     payload.host = claims.hostname.host
   }
-  const signingInput = `${HEADER}.${Buffer.from(JSON.stringify(payload)).toString("base64url")}`
-  return `${signingInput}.${createHmac("sha256", key).update(signingInput).digest("base64url")}`
+  const signingInput = `${jws.header}.${encodedHeader(payload)}`
+  return `${signingInput}.${jws.signature(signingInput)}`
 }

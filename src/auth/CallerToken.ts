@@ -1,7 +1,8 @@
 // `Pinboard-Caller` (docs/config.md): the HS256 JWS a worker mints for a call from one of its
-// instances. Verified with jose against the attestation key; the claims are then checked
-// for shape. Whether the caller is still placed there is the attestation step's registry check.
-import { errors, jwtVerify } from "jose"
+// instances. Verified with jose against the key derived from the deployment token, or with
+// attestation keys against the key of the incarnation its `kid` names; the claims are then
+// checked for shape. Whether the caller is still placed there is the attestation step's registry check.
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from "jose"
 import { CALLER_TOKEN_MAX_LIFETIME_S, CLOCK_TOLERANCE_S, PINBOARD_ISSUER, type CallerPayload } from "../contract/Claims.js"
 import { isValidId, isValidNamespace } from "../Address.js"
 import { isEpoch } from "../contract/Epochs.js"
@@ -38,6 +39,30 @@ const claimsOf = (payload: Record<string, unknown>): CallerClaims | undefined =>
   const instance = parseInstance(sub)
   if (instance === undefined || !isEpoch(epoch)) return undefined
   return { worker: iss, namespace: instance.namespace, id: instance.id, epoch, env: env ?? "", depth }
+}
+
+/** Who a caller token says signed it, read before its signature can be checked: the key is that incarnation's. */
+export interface NamedSigner {
+  /** The header's `kid`. */
+  readonly incarnation: string
+  readonly worker: string
+  readonly namespace: string
+  readonly id: string
+  readonly env: string
+}
+
+/** The signer a token names; undefined when it names none or is not a JWS at all. */
+export const namedSigner = (token: string): NamedSigner | undefined => {
+  try {
+    const { kid } = decodeProtectedHeader(token)
+    const { iss, sub, env } = decodeJwt(token)
+    const instance = typeof sub === "string" ? parseInstance(sub) : undefined
+    if (typeof kid !== "string" || kid === "" || typeof iss !== "string" || instance === undefined) return undefined
+    if (env !== undefined && typeof env !== "string") return undefined
+    return { incarnation: kid, worker: iss, ...instance, env: env ?? "" }
+  } catch {
+    return undefined
+  }
 }
 
 export const verifyCallerToken = async (

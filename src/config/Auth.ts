@@ -64,7 +64,7 @@ export const JwtProvider = JwtFields.check(
   })
 )
 
-const Sha256Hex = Schema.String.check(
+export const Sha256Hex = Schema.String.check(
   Schema.makeFilter((s: string) => /^[0-9A-Fa-f]{64}$/.test(s), expected("64 hex digits (a SHA-256)"))
 ).pipe(Schema.decodeTo(Schema.String, SchemaTransformation.toLowerCase()))
 

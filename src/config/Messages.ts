@@ -151,9 +151,7 @@ const describeProblem = (problem: Problem, input: unknown, sources: ReadonlyArra
       return `${field}: unknown option${hint}${known.length === 0 ? "" : ` (expected one of: ${known.join(", ")})`}`
     }
     case "Missing":
-      return field === "token"
-        ? `token: required; set PINBOARD_TOKEN or "token" in the config file`
-        : `${field}: required`
+      return `${field}: required`
   }
   const source = sources.find((s) => startsWith(problem.path, s.envVar.path))
   if (source !== undefined) {

@@ -3,6 +3,7 @@
 // the decoded side, defaults filled in.
 import { Effect, Option, Schema, SchemaGetter, SchemaTransformation } from "effect"
 import { NamespaceRule, ProviderSetting } from "./Auth.js"
+import { CredentialsSource } from "./Credentials.js"
 import {
   AffinityKeyFromString, BalanceFactor, Buckets, DEFAULT_TAKEOVER, expectedShape, Flag, Http2Limit, LeaseMs, LogLevelSetting, NonEmptyString, objectOf, OtlpEndpoint, Port,
   NonNegativeMs, PositiveInt, PositiveMs, ProxyAddress, FilePath, RedisNodes, RedisPassword, RedisPrefix, RedisUrl, SampleRatio, Takeover, Token
@@ -55,7 +56,14 @@ const ConfigFields = Schema.Struct({
     streamResetBurst: withDefault(Http2Limit, () => 100),
     streamResetRate: withDefault(Http2Limit, () => 33)
   })),
-  token: Token,
+  /** With `credentials`, optional: then an operator credential (docs/deploy.md "Credentials"). */
+  token: optionalOrUndefined(Token),
+  /** Undefined: the deployment token holds every role. A string names the file that holds the set. */
+  credentials: optionalOrUndefined(CredentialsSource),
+  /** PEM Ed25519 private keys: the first signs `Pinboard-Attestation`, all are published; none: HS256 from the token. */
+  attestation: section(Schema.Struct({
+    keys: withDefault(Schema.Array(FilePath).annotate(expectedShape("a list of PEM files")), () => [])
+  })),
   /** One of url, cluster or sentinels (none: the embedded registry); the rest applies to every mode (docs/deploy.md). */
   redis: section(Schema.Struct({
     url: optionalOrUndefined(RedisUrl),
@@ -139,7 +147,7 @@ type ConfigFields = typeof ConfigFields.Type
 
 /** Rules that span fields; each issue points at the field to fix. */
 const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
-  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c), ...tlsIssues(c.tls), ...h2cIssues(c)]
+  const issues: Array<Schema.FilterIssue> = [...redisIssues(c.redis), ...listenerIssues(c), ...tlsIssues(c.tls), ...h2cIssues(c), ...tokenIssues(c)]
   const providerNames = Object.keys(c.providers)
   const seen = new Set<string>()
   c.namespaces?.forEach((rule, i) => {
@@ -162,6 +170,14 @@ const crossFieldIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {
   })
   return issues
 }
+
+/** Without `credentials` the deployment token is every credential there is. */
+const tokenIssues = (c: ConfigFields): Array<Schema.FilterIssue> =>
+  c.token === undefined && c.credentials === undefined
+    ? [{ path: ["token"], issue: 'required; set PINBOARD_TOKEN or "token" in the config file, or credentials (PINBOARD_CREDENTIALS_FILE)' }]
+    : c.token === undefined && c.attestation.keys.length === 0
+      ? [{ path: ["attestation", "keys"], issue: "expected attestation keys (PINBOARD_ATTESTATION_KEYS) without a deployment token: nothing else could sign attestations" }]
+      : []
 
 /** Each listener on its own port. */
 const listenerIssues = (c: ConfigFields): Array<Schema.FilterIssue> => {

@@ -68,7 +68,20 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     kind: "number",
     summary: "after SIGTERM, requests are still served this long with /readyz 503, then the drain"
   },
-  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token workers and inspect present (required)" },
+  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token: every role, or with PINBOARD_CREDENTIALS_FILE an operator credential" },
+  {
+    name: "PINBOARD_CREDENTIALS_FILE",
+    path: ["credentials"],
+    kind: "string",
+    summary: "JSON file of operator and worker credentials by role; read again on SIGHUP and when it changes"
+  },
+  {
+    name: "PINBOARD_ATTESTATION_KEYS",
+    path: ["attestation", "keys"],
+    kind: "list",
+    expected: "expected a comma-separated list of PEM files",
+    summary: "PEM Ed25519 private keys, comma list: the first signs attestations, all are published"
+  },
   { name: "PINBOARD_REDIS_URL", path: ["redis", "url"], kind: "string", summary: "one Redis; unset: the embedded registry" },
   {
     name: "PINBOARD_REDIS_CLUSTER",
@@ -107,7 +120,7 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
   { name: "PINBOARD_REDIS_TLS_CERT", path: ["redis", "tlsCert"], kind: "string", summary: "PEM file of a client certificate, for mutual TLS" },
   { name: "PINBOARD_REDIS_TLS_KEY", path: ["redis", "tlsKey"], kind: "string", summary: "PEM file of that certificate's key" },
   { name: "PINBOARD_REDIS_TLS_SERVERNAME", path: ["redis", "tlsServername"], kind: "string", summary: "name to check Redis's certificate against (SNI); unset: the host's" },
-  { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets per namespace" },
+  { name: "PINBOARD_BUCKETS", path: ["buckets"], kind: "number", summary: "buckets the ids of every namespace share (one set, not one per namespace)" },
   {
     name: "PINBOARD_REGISTRY_MAX_CLOCK_OFFSET_MS",
     path: ["registry", "maxClockOffsetMs"],

@@ -1,14 +1,25 @@
-// The registry HTTP API (docs/registry-api.md): deployment token, routes, bodies, answers.
+// The registry HTTP API (docs/registry-api.md): who calls (auth/Credentials.ts), routes, what
+// the caller's role and grant allow (checked before the registry is touched), bodies, answers.
+import { randomBytes } from "node:crypto"
 import type { IncomingMessage } from "node:http"
 import { Effect, type Schema } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
-import { InvalidDeploymentToken, MethodNotAllowed, RouteNotFound } from "../Errors.js"
-import type { NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../registry/Domain.js"
+import {
+  CredentialDoesNotCoverNamespace,
+  CredentialDoesNotCoverWorker,
+  MethodNotAllowed,
+  OperatorCredentialRequired,
+  PlacementHeldByAnotherWorker,
+  RouteNotFound
+} from "../Errors.js"
+import { Auth } from "../auth/Auth.js"
+import { Credentials, type RegistryCaller } from "../auth/Credentials.js"
+import { coversPlacement, coversRegistration } from "../auth/WorkerGrant.js"
+import { type CasOutcome, type NamespaceRegistration, type OwnerGrant, ownerGrantCovers, type PlacementKey, type PlacementView, type WorkerView } from "../registry/Domain.js"
 import { Registry, type RegistryService } from "../registry/Registry.js"
 import { readJson, REGISTRY_BODY_LIMIT } from "./Body.js"
 import { isReadMethod } from "./Reply.js"
-import { tokenMatches } from "./DeploymentToken.js"
 import {
   Cursor,
   decodeBody,
@@ -32,8 +43,40 @@ export interface ApiAnswer {
 }
 
 const ok = (json: unknown): ApiAnswer => ({ status: 200, json })
-const casAnswer = (field: "released" | "tagged") => (outcome: { _tag: "Done" } | { _tag: "Conflict"; current: string | null }): ApiAnswer =>
-  outcome._tag === "Done" ? ok({ [field]: true }) : { status: 409, json: { [field]: false, epoch: outcome.current } }
+const casAnswer = (field: "released" | "tagged") => (outcome: CasOutcome): Effect.Effect<ApiAnswer, PlacementHeldByAnotherWorker> => {
+  switch (outcome._tag) {
+    case "Done":
+      return Effect.succeed(ok({ [field]: true }))
+    case "Conflict":
+      return Effect.succeed({ status: 409, json: { [field]: false, epoch: outcome.current } })
+    case "HeldByAnotherWorker":
+      return new PlacementHeldByAnotherWorker()
+  }
+}
+
+// What a worker credential may do; an operator may do anything.
+
+const operatorOnly = (caller: RegistryCaller) => (caller._tag === "Operator" ? Effect.void : new OperatorCredentialRequired())
+
+const mayActAs = (caller: RegistryCaller, worker: string) =>
+  caller._tag === "Operator" || ownerGrantCovers(caller.grant.owners, worker) ? Effect.void : new CredentialDoesNotCoverWorker()
+
+const mayRegister = (caller: RegistryCaller, registrations: ReadonlyArray<NamespaceRegistration>) =>
+  caller._tag === "Operator" || registrations.every((registration) => coversRegistration(caller.grant, registration))
+    ? Effect.void
+    : new CredentialDoesNotCoverNamespace()
+
+/** Another worker's deregistration is an operator's call. */
+const mayDeregister = (caller: RegistryCaller, worker: string) =>
+  caller._tag === "Operator" || ownerGrantCovers(caller.grant.owners, worker) ? Effect.void : new OperatorCredentialRequired()
+
+/** A worker credential's release or tag: in its namespaces, and of a row its worker ids hold (the script checks that). */
+const ownersFor = (caller: RegistryCaller, key: PlacementKey): Effect.Effect<OwnerGrant | undefined, CredentialDoesNotCoverNamespace> =>
+  caller._tag === "Operator"
+    ? Effect.succeed(undefined)
+    : coversPlacement(caller.grant, key)
+      ? Effect.succeed(caller.grant.owners)
+      : new CredentialDoesNotCoverNamespace()
 
 const body = <A>(req: IncomingMessage, schema: Schema.Decoder<A>) =>
   Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => Effect.fromResult(decodeBody(schema, input)))
@@ -126,7 +169,8 @@ export const handleRegistry = (req: IncomingMessage) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const registry = yield* Registry
-    if (!tokenMatches(config, req.headers.authorization)) return yield* new InvalidDeploymentToken()
+    const auth = yield* Auth
+    const caller = yield* (yield* Credentials).identify(req.headers.authorization)
     // Split as sent: `new URL` would remove `.` and `..` segments, which are valid worker ids and ids.
     const target = req.url ?? "/"
     const queryAt = target.indexOf("?")
@@ -140,32 +184,40 @@ export const handleRegistry = (req: IncomingMessage) =>
       case "workers": {
         if (path.length === 1) {
           if (isReadMethod(method)) {
+            yield* operatorOnly(caller)
             const limit = query.has("limit") ? Number(yield* param(PageLimit, "limit", query.get("limit"))) : Infinity
             const cursor = query.has("cursor") ? yield* param(Cursor, "cursor", query.get("cursor")) : ""
             return ok(yield* workersPage(registry, config, cursor, limit))
           }
           yield* only("POST")
           const input = config.hostnameAware ? yield* body(req, HostnameRegisterBody) : yield* body(req, RegisterBody)
-          return ok(
-            yield* registry.register({
-              worker: input.worker,
-              advertiseUrl: input.advertiseUrl,
-              namespaces: registrationsOf(input.namespaces),
-              headroom: input.headroom,
-              draining: input.draining ?? false,
-              ...(input.epoch === undefined ? {} : { epoch: input.epoch })
-            })
-          )
+          const namespaces = registrationsOf(input.namespaces)
+          yield* mayActAs(caller, input.worker)
+          yield* mayRegister(caller, namespaces)
+          // With attestation keys each incarnation signs its caller tokens with its own key.
+          const callerKey = auth.callerKeys._tag === "PerIncarnation" ? randomBytes(32).toString("base64url") : undefined
+          const registered = yield* registry.register({
+            worker: input.worker,
+            advertiseUrl: input.advertiseUrl,
+            namespaces,
+            headroom: input.headroom,
+            draining: input.draining ?? false,
+            callerKey,
+            ...(input.epoch === undefined ? {} : { epoch: input.epoch })
+          })
+          return ok(callerKey === undefined ? registered : { ...registered, callerKey })
         }
         const worker = yield* param(WorkerId, "worker", decodeURIComponentSafe(path[1]!))
         if (path.length === 2) {
           yield* only("DELETE")
+          yield* mayDeregister(caller, worker)
           const incarnation = yield* param(Incarnation, "incarnation", query.get("incarnation"))
           yield* registry.deregister(worker, incarnation)
           return { status: 204 }
         }
         if (path.length === 3 && path[2] === "heartbeat") {
           yield* only("POST")
+          yield* mayActAs(caller, worker)
           const input = yield* body(req, HeartbeatBody)
           return ok(
             yield* registry.heartbeat(worker, {
@@ -184,14 +236,24 @@ export const handleRegistry = (req: IncomingMessage) =>
         yield* only("POST")
         if (path[0] === "release") {
           const input = yield* body(req, ReleaseBody)
-          return casAnswer("released")(yield* registry.release(placementKey(input), input.epoch))
+          const key = placementKey(input)
+          const owners = yield* ownersFor(caller, key)
+          return yield* casAnswer("released")(yield* registry.release(key, input.epoch, owners))
         }
         const input = yield* body(req, TagBody)
-        return casAnswer("tagged")(yield* registry.tag(placementKey(input), input.epoch, input.tag))
+        const key = placementKey(input)
+        const owners = yield* ownersFor(caller, key)
+        return yield* casAnswer("tagged")(yield* registry.tag(key, input.epoch, input.tag, owners))
+      }
+      case "keys": {
+        if (path.length !== 1) return yield* new RouteNotFound()
+        yield* only("GET")
+        return ok({ keys: auth.publishedKeys() })
       }
       case "placements": {
         if (path.length !== 3) return yield* new RouteNotFound()
         yield* only("GET")
+        yield* operatorOnly(caller)
         const namespace = yield* param(Namespace, "namespace", `/${decodeURIComponentSafe(path[1]!)}`)
         const id = yield* param(InstanceId, "id", decodeURIComponentSafe(path[2]!))
         const env = yield* param(EnvName, "env", query.get("env") ?? "")

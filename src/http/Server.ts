@@ -27,13 +27,15 @@ import { createServer, delayUnless, nextStopSignal } from "./Listener.js"
 import { tlsServer } from "./TlsListener.js"
 import { asHttp1Exchange } from "./Http2Request.js"
 import { writeReply } from "./Reply.js"
+import { Auth } from "../auth/Auth.js"
+import { Credentials } from "../auth/Credentials.js"
 import { makeRoutes } from "./Routes.js"
 import { writeBareStatus } from "./BareStatus.js"
 import { isWebSocketOffer, serveAsRequest } from "./UpgradeOffer.js"
 
 export class Server extends Context.Service<Server, { readonly port: number }>()("pinboard/Server") {
   /** Listens on `host:port` (its bound port), until the layer is released: then the shutdown below. */
-  static readonly layer: Layer.Layer<Server, never, AppConfig | Registry | InstancePipeline | Metrics | InflightCap | Tracing | ClientAddress> =
+  static readonly layer: Layer.Layer<Server, never, AppConfig | Registry | Credentials | Auth | InstancePipeline | Metrics | InflightCap | Tracing | ClientAddress> =
     Layer.effect(Server, Effect.suspend(() => serve))
 }
 
@@ -42,7 +44,7 @@ const serve = Effect.gen(function* () {
   const tracing = yield* Tracing
   // With traces on, the request fibers run with the OTLP tracer (observe/Tracing.ts), in the
   // context they are forked with.
-  const context = yield* tracing.withTracer(Effect.context<Registry | AppConfig>())
+  const context = yield* tracing.withTracer(Effect.context<Registry | AppConfig | Credentials | Auth>())
   const run = Effect.runForkWith(context)
   const pipeline = yield* InstancePipeline
   let shuttingDown = false
@@ -59,7 +61,7 @@ const serve = Effect.gen(function* () {
 
   // HTTP exchanges not yet over, so that shutdown waits for them (and only them).
   const inFlight = makeInFlight()
-  const tracked = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig>) =>
+  const tracked = (handler: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, never, Registry | AppConfig | Credentials | Auth>) =>
     (req: IncomingMessage, res: ServerResponse) => {
       inFlight.track(res)
       // While shutting down, no connection is kept for another request.

@@ -12,7 +12,7 @@ export const USAGE = `Usage:
                       [--caller WORKER] [--pinboard URL] [--json]
 
 Reads Pinboard's registry API with the deployment token of Pinboard's own configuration
-(environment, --config FILE or PINBOARD_CONFIG).
+(environment, --config FILE or PINBOARD_CONFIG), or with the operator key in --key-file.
 
   workers           every registered worker: lease left, headroom, flags
   id                an id's bucket, its placement, and what a resolve would do now
@@ -28,6 +28,8 @@ Reads Pinboard's registry API with the deployment token of Pinboard's own config
                     or the header or cookie that affinity.key names)
   --caller WORKER   the worker an attested call comes from (preferred while it is a candidate)
   --config FILE     Pinboard's configuration file
+  --key-file FILE   a file holding an operator key (credentials by role), used in place of
+                    the deployment token
   -h, --help        print this help
 
 Exit codes: 0 done; 1 Pinboard unreachable or answered an error; 2 bad usage or configuration.`
@@ -40,6 +42,8 @@ export interface CommonOptions {
   readonly json: boolean
   /** `--config FILE`, handed to loadConfig as Pinboard itself reads it. */
   readonly config: string | undefined
+  /** `--key-file FILE`: an operator key to present instead of the configuration's deployment token. */
+  readonly keyFile: string | undefined
 }
 
 export type InspectCommand =
@@ -67,6 +71,7 @@ const INSPECT_OPTIONS = {
   affinity: { type: "string" },
   caller: { type: "string" },
   config: { type: "string" },
+  "key-file": { type: "string" },
   help: { type: "boolean", short: "h" }
 } as const
 
@@ -85,7 +90,7 @@ export const parseInspectArgs = (argv: ReadonlyArray<string>): Result.Result<Ins
   if (values.help === true) return Result.succeed({ _tag: "Help" })
   const pinboard = values.pinboard === undefined ? Result.succeed(undefined) : parsePinboardUrl(values.pinboard)
   if (Result.isFailure(pinboard)) return usage(pinboard.failure)
-  const options: CommonOptions = { pinboard: pinboard.success, json: values.json === true, config: values.config }
+  const options: CommonOptions = { pinboard: pinboard.success, json: values.json === true, config: values.config, keyFile: values["key-file"] }
 
   const [subcommand, ...rest] = positionals
   switch (subcommand) {

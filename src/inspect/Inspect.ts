@@ -1,11 +1,13 @@
-// `pinboard inspect` (docs/inspect.md): Pinboard's configuration for the deployment token and
+// `pinboard inspect` (docs/inspect.md): Pinboard's configuration for the deployment token (or an
+// operator key from --key-file) and
 // the placement policy, two reads of the registry API, the explanation, then text or JSON.
 // Exit codes: 0 done; 1 Pinboard unreachable or answered an error; 2 bad usage or configuration.
-import { Clock, Console, Effect, Result } from "effect"
+import { readFileSync } from "node:fs"
+import { Clock, Console, Effect, Redacted, Result } from "effect"
 import { ConfigInvalid, loadConfig, type PinboardConfig } from "../Config.js"
 import type { Env } from "../config/Sources.js"
 import { bucketOf } from "../contract/Bucket.js"
-import { type InspectCommand, parseInspectArgs, USAGE, type InspectUsageError } from "./Args.js"
+import { type InspectCommand, parseInspectArgs, USAGE, InspectUsageError } from "./Args.js"
 import { getPlacement, listWorkers, type RegistryReadError, type RegistryTarget } from "./Client.js"
 import { explainResolve } from "./Explain.js"
 import { idJson, idText, workersJson, workersText } from "./Render.js"
@@ -35,10 +37,27 @@ const run = (argv: ReadonlyArray<string>, env: Env): Effect.Effect<ExitCode, Ins
       return 0 as const
     }
     const config = yield* loadConfig({ flags: { config: command.options.config }, env })
-    const target: RegistryTarget = { pinboard: command.options.pinboard ?? defaultPinboardUrl(config), token: config.token }
+    const token = yield* credentialOf(command.options.keyFile, config)
+    const target: RegistryTarget = { pinboard: command.options.pinboard ?? defaultPinboardUrl(config), token }
     yield* Console.log(command._tag === "Workers" ? yield* inspectWorkers(command, target) : yield* inspectId(command, config, target))
     return 0 as const
   })
+
+/** The operator key in `--key-file` (its one line), else the deployment token. */
+const credentialOf = (keyFile: string | undefined, config: PinboardConfig): Effect.Effect<Redacted.Redacted<string>, InspectUsageError> => {
+  if (keyFile === undefined) {
+    return config.token === undefined
+      ? Effect.fail(new InspectUsageError({ message: "the configuration has no deployment token: give an operator key with --key-file FILE" }))
+      : Effect.succeed(config.token)
+  }
+  return Effect.try({
+    try: () => readFileSync(keyFile, "utf8").replace(/\r?\n$/, ""),
+    catch: (error) => new InspectUsageError({ message: `--key-file: cannot read ${JSON.stringify(keyFile)} (${error instanceof Error ? error.message : String(error)})` })
+  }).pipe(
+    Effect.filterOrFail((key) => key !== "", () => new InspectUsageError({ message: `--key-file: ${JSON.stringify(keyFile)} is empty` })),
+    Effect.map(Redacted.make)
+  )
+}
 
 const inspectWorkers = Effect.fn("Inspect.workers")(function*(
   command: Extract<InspectCommand, { _tag: "Workers" }>,

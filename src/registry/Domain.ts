@@ -24,6 +24,8 @@ export interface WorkerRegistration {
   readonly draining: boolean
   /** The registration epoch for hostname bindings (docs/registry-api.md); "0" when absent. */
   readonly epoch?: string
+  /** The key this incarnation signs its caller tokens with, if one was minted: held in its record, never read back by a read. */
+  readonly callerKey: string | undefined
 }
 
 /** What one bucket did with a registration: a hostname binding held by another env refuses it (docs/proxy.md "Hostname-aware mode"). */
@@ -49,7 +51,12 @@ export interface WorkerRecord {
   readonly degraded: boolean
   readonly nackWindowStart: number
   readonly nackCount: number
+  /** This incarnation's caller key: only callerPlacement reads it (docs/protocol.md "Keys of one bucket"). */
+  readonly callerKey: string | undefined
 }
+
+/** A worker record as the reads show it: no incarnation, no caller key. */
+export type WorkerShown = Omit<WorkerRecord, "incarnation" | "callerKey">
 
 export interface PlacementKey {
   readonly env: string
@@ -92,8 +99,24 @@ export type ResolveOutcome =
   | { readonly _tag: "HeldByAnotherHostname" }
   | { readonly _tag: "Displaced"; readonly retryAfterMs: number }
 
-/** Release and tag are compare-and-set on the row's epoch; `current` is the row's epoch or null. */
-export type CasOutcome = { readonly _tag: "Done" } | { readonly _tag: "Conflict"; readonly current: string | null }
+/**
+ * Release and tag are compare-and-set on the row's epoch; `current` is the row's epoch or null.
+ * Asked with an owner grant, a row whose worker the grant does not cover is HeldByAnotherWorker,
+ * whatever its epoch (which it does not tell).
+ */
+export type CasOutcome =
+  | { readonly _tag: "Done" }
+  | { readonly _tag: "Conflict"; readonly current: string | null }
+  | { readonly _tag: "HeldByAnotherWorker" }
+
+/** The worker ids a worker credential covers: these ids, and every id starting with one of the prefixes (`chat-*` is the prefix `chat-`). */
+export interface OwnerGrant {
+  readonly exact: ReadonlyArray<string>
+  readonly prefixes: ReadonlyArray<string>
+}
+
+export const ownerGrantCovers = (grant: OwnerGrant, worker: string): boolean =>
+  grant.exact.includes(worker) || grant.prefixes.some((prefix) => worker.startsWith(prefix))
 
 export interface WindDownDue extends PlacementKey {
   readonly epoch: string
@@ -109,6 +132,13 @@ export type BucketHeartbeat =
 export interface PlacementView extends PlacementRow {
   readonly advertiseUrl: string | null
   readonly live: boolean
+}
+
+/** A placement and, in the same bucket, the record of the worker that calls from it: what a caller token is checked against. */
+export interface CallerPlacement {
+  readonly placement: PlacementView | undefined
+  /** Undefined when the bucket has no record of the worker, or its record no caller key. */
+  readonly caller: { readonly incarnation: string; readonly callerKey: string } | undefined
 }
 
 export interface WorkerView {
@@ -139,7 +169,7 @@ export const nackDegraded = (record: NackWindow, now: number, policy: RegistryPo
   nacksInWindow(record, now, policy) >= policy.nackThreshold
 
 /** A worker record as the API shows it at `now`: degraded when it says so or by its nack window. */
-export const workerViewOf = (record: Omit<WorkerRecord, "incarnation">, now: number, policy: RegistryPolicy): WorkerView => ({
+export const workerViewOf = (record: WorkerShown, now: number, policy: RegistryPolicy): WorkerView => ({
   worker: record.worker,
   advertiseUrl: record.advertiseUrl,
   namespaces: record.namespaces,

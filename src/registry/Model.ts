@@ -6,10 +6,13 @@
 import {
   memberKey,
   nackWindowOpen,
+  ownerGrantCovers,
   rowKey,
   workerViewOf,
   type BucketHeartbeat,
+  type CallerPlacement,
   type CasOutcome,
+  type OwnerGrant,
   type PlacementKey,
   type PlacementRow,
   type PlacementView,
@@ -48,7 +51,8 @@ export const register = (state: BucketState, now: number, reg: WorkerRegistratio
     draining: reg.draining,
     degraded: false,
     nackWindowStart: previous?.nackWindowStart ?? 0,
-    nackCount: previous?.nackCount ?? 0
+    nackCount: previous?.nackCount ?? 0,
+    callerKey: reg.callerKey
   })
   for (const entry of reg.namespaces) {
     const key = memberKey(entry.env, entry.namespace)
@@ -192,19 +196,28 @@ export const resolve = (
   return { _tag: "Placed", worker: chosen, advertiseUrl: owner.advertiseUrl, epoch: row.epoch, isNew: true }
 }
 
+/**
+ * Whether `owners` (a worker credential's grant, when the call has one) leave the row to another
+ * worker: judged before the epoch, so that the answer tells no other worker's epoch.
+ */
+const heldByAnother = (row: PlacementRow | undefined, owners: OwnerGrant | undefined): boolean =>
+  row !== undefined && owners !== undefined && !ownerGrantCovers(owners, row.worker)
+
 /** Compare-and-delete at the given epoch (docs/registry-api.md "Release: POST /registry/release"). */
-export const release = (state: BucketState, now: number, key: PlacementKey, epoch: string): CasOutcome => {
+export const release = (state: BucketState, now: number, key: PlacementKey, epoch: string, owners?: OwnerGrant): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))
+  if (heldByAnother(row, owners)) return { _tag: "HeldByAnotherWorker" }
   if (row === undefined || row.epoch !== epoch) return { _tag: "Conflict", current: row?.epoch ?? null }
   deleteRow(state, row)
   return { _tag: "Done" }
 }
 
 /** Compare-and-set of the owner tag at the given epoch (docs/registry-api.md "Tag: POST /registry/tag"). */
-export const tag = (state: BucketState, now: number, key: PlacementKey, epoch: string, value: string): CasOutcome => {
+export const tag = (state: BucketState, now: number, key: PlacementKey, epoch: string, value: string, owners?: OwnerGrant): CasOutcome => {
   touch(state, now)
   const row = state.rows.get(rowKey(key))
+  if (heldByAnother(row, owners)) return { _tag: "HeldByAnotherWorker" }
   if (row === undefined || row.epoch !== epoch) return { _tag: "Conflict", current: row?.epoch ?? null }
   state.rows.set(rowKey(key), { ...row, tag: value })
   return { _tag: "Done" }
@@ -231,6 +244,15 @@ export const placement = (state: BucketState, now: number, key: PlacementKey): P
   const row = state.rows.get(rowKey(key))
   if (row === undefined) return undefined
   return { ...row, advertiseUrl: state.workers.get(row.worker)?.advertiseUrl ?? null, live: isLive(state, row, now) }
+}
+
+/** The row as `placement` reads it, and `worker`'s incarnation and caller key in this bucket (what a caller token is checked against). */
+export const callerPlacement = (state: BucketState, now: number, key: PlacementKey, worker: string): CallerPlacement => {
+  const record = state.workers.get(worker)
+  return {
+    placement: placement(state, now, key),
+    caller: record?.callerKey === undefined ? undefined : { incarnation: record.incarnation, callerKey: record.callerKey }
+  }
 }
 
 export const workers = (state: BucketState, now: number, policy: RegistryPolicy): ReadonlyArray<WorkerView> =>

@@ -12,7 +12,19 @@ import { makeBatcher } from "./Batcher.js"
 import { makeCoalescer, type Coalesced } from "./Coalescer.js"
 import { minLeaseLeftMs, rowKey, workerViewOf, type PlacementKey, type RegistryPolicy, type ResolveOutcome, type ResolveQuery } from "./Domain.js"
 import { propose } from "./MembershipView.js"
-import { decodeCasReply, decodePlacementReply, decodeSweepReply, decodeWindDownReply, placementArgs, releaseArgs, sweepArgs, tagArgs, windDownArgs } from "./PlacementWire.js"
+import {
+  callerPlacementArgs,
+  decodeCallerPlacementReply,
+  decodeCasReply,
+  decodePlacementReply,
+  decodeSweepReply,
+  decodeWindDownReply,
+  placementArgs,
+  releaseArgs,
+  sweepArgs,
+  tagArgs,
+  windDownArgs
+} from "./PlacementWire.js"
 import { connectRedis, makeClusterDiagnosis, scriptSourceOf, type RedisClient, type ScriptName } from "./RedisConnection.js"
 import { byShard, coalescedOf, fanOut, firstMasterTime } from "./RedisFanOut.js"
 import { NO_MASTER_KNOWN } from "./RedisFailure.js"
@@ -169,11 +181,13 @@ export const makeRedisBackend = (
         )
       ),
     resolve,
-    release: (bucket, now, key, epoch) => Effect.flatMap(one("release", bucket, now, releaseArgs(key, epoch)), releaseReply),
-    tag: (bucket, now, key, epoch, value) => Effect.flatMap(one("tag", bucket, now, tagArgs(key, epoch, value)), tagReply),
+    release: (bucket, now, key, epoch, owners) => Effect.flatMap(one("release", bucket, now, releaseArgs(key, epoch, owners)), releaseReply),
+    tag: (bucket, now, key, epoch, value, owners) => Effect.flatMap(one("tag", bucket, now, tagArgs(key, epoch, value, owners)), tagReply),
     beginWindDown: (bucket, now, key, epoch) =>
       Effect.flatMap(one("winddown", bucket, now, windDownArgs(key, epoch, now + policy.leaseMs)), windDownReply),
     placement: (bucket, now, key) => Effect.flatMap(one("placement", bucket, now, placementArgs(key)), orDefect(decodePlacementReply(key))),
+    callerPlacement: (bucket, now, key, worker) =>
+      Effect.flatMap(one("placement", bucket, now, callerPlacementArgs(key, worker)), orDefect(decodeCallerPlacementReply(key))),
     // Bucket 0 (as the embedded registry), else the first other shard that answers, asked at once.
     workers: (now, after, limit) =>
       attempt(() => {

@@ -20,7 +20,17 @@ import type {
 import { Metrics } from "../observe/Metrics.js"
 import { Backend } from "./Backend.js"
 import type { ClockReading } from "./ClockReading.js"
-import type { CasOutcome, NamespaceRegistration, PlacementKey, PlacementView, WindDownDue, WindDownOutcome, WorkerView } from "./Domain.js"
+import type {
+  CallerPlacement,
+  CasOutcome,
+  NamespaceRegistration,
+  OwnerGrant,
+  PlacementKey,
+  PlacementView,
+  WindDownDue,
+  WindDownOutcome,
+  WorkerView
+} from "./Domain.js"
 import { policyOf } from "./Policy.js"
 import { RegistryClock } from "./RegistryClock.js"
 import { makeRegistry } from "./RegistryOnBackend.js"
@@ -34,6 +44,8 @@ export interface RegisterInput {
   readonly draining: boolean
   /** The registration epoch for hostname bindings; "0" when absent. */
   readonly epoch?: string
+  /** The incarnation's caller key, when the API minted one: kept in its record in every bucket, shown by no read. */
+  readonly callerKey: string | undefined
 }
 
 export interface RegisterAnswer {
@@ -108,11 +120,14 @@ export interface RegistryService {
   readonly heartbeat: (worker: string, input: HeartbeatInput) => RegistryOp<HeartbeatAccepted, LeaseLost>
   readonly deregister: (worker: string, incarnation: string) => RegistryOp<void>
   readonly resolve: (request: ResolveRequest) => RegistryOp<Placement, ResolveRefusal>
-  readonly release: (key: PlacementKey, epoch: string) => RegistryOp<CasOutcome>
-  readonly tag: (key: PlacementKey, epoch: string, tag: string) => RegistryOp<CasOutcome>
+  /** With `owners` (a worker credential's), a row of a worker they do not cover is HeldByAnotherWorker. */
+  readonly release: (key: PlacementKey, epoch: string, owners?: OwnerGrant) => RegistryOp<CasOutcome>
+  readonly tag: (key: PlacementKey, epoch: string, tag: string, owners?: OwnerGrant) => RegistryOp<CasOutcome>
   readonly nack: (worker: string) => RegistryOp<void>
   readonly beginWindDown: (key: PlacementKey, epoch: string) => RegistryOp<WindDownOutcome>
   readonly placement: (key: PlacementKey) => RegistryOp<PlacementView, NotPlaced>
+  /** The key's row (as `placement` reads it, or none) and `worker`'s incarnation and caller key in that bucket, in one call. */
+  readonly callerPlacement: (key: PlacementKey, worker: string) => RegistryOp<CallerPlacement>
   /** Every worker, read page by page. */
   readonly workers: RegistryOp<ReadonlyArray<WorkerView>>
   /** At most `limit` workers after the worker id `after` ("" from the first), in worker id order. */

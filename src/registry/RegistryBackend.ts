@@ -8,7 +8,9 @@
 import { Effect } from "effect"
 import type {
   BucketHeartbeat,
+  CallerPlacement,
   CasOutcome,
+  OwnerGrant,
   PlacementKey,
   PlacementView,
   RegisterOutcome,
@@ -55,11 +57,14 @@ export interface RegistryBackend {
   readonly sweep: (now: number) => Every<void>
   // one bucket, one atomic operation
   readonly resolve: (bucket: number, now: number, query: ResolveQuery) => BucketOp<ResolveOutcome>
-  readonly release: (bucket: number, now: number, key: PlacementKey, epoch: string) => BucketOp<CasOutcome>
-  readonly tag: (bucket: number, now: number, key: PlacementKey, epoch: string, tag: string) => BucketOp<CasOutcome>
+  /** With `owners`, the owner check and the compare-and-set are one atomic step. */
+  readonly release: (bucket: number, now: number, key: PlacementKey, epoch: string, owners?: OwnerGrant) => BucketOp<CasOutcome>
+  readonly tag: (bucket: number, now: number, key: PlacementKey, epoch: string, tag: string, owners?: OwnerGrant) => BucketOp<CasOutcome>
   readonly beginWindDown: (bucket: number, now: number, key: PlacementKey, epoch: string) => BucketOp<WindDownOutcome>
   // reads
   readonly placement: (bucket: number, now: number, key: PlacementKey) => BucketOp<PlacementView | undefined>
+  /** The row as `placement` reads it, and `worker`'s incarnation and caller key in the same bucket, in one call. */
+  readonly callerPlacement: (bucket: number, now: number, key: PlacementKey, worker: string) => BucketOp<CallerPlacement>
   /**
    * Every bucket holds the whole membership: read from the first bucket that answers, at most
    * `limit` workers after the worker id `after` ("" from the first), in worker id order.

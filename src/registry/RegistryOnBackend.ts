@@ -107,14 +107,15 @@ export const makeRegistry = (
         return Effect.flatMap(resolveIn(outcome.env), (again) => placedOrRefused(again, outcome.env, policy.leaseMs))
       })
     },
-    release: (key, epoch) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch)),
-    tag: (key, epoch, value) => Effect.flatMap(now, (at) => backend.tag(bucket(key), at, key, epoch, value)),
+    release: (key, epoch, owners) => Effect.flatMap(now, (at) => backend.release(bucket(key), at, key, epoch, owners)),
+    tag: (key, epoch, value, owners) => Effect.flatMap(now, (at) => backend.tag(bucket(key), at, key, epoch, value, owners)),
     nack: (worker) => Effect.flatMap(now, (at) => backend.nack(at, worker)).pipe(Effect.flatMap(reachedAny), Effect.asVoid),
     beginWindDown: (key, epoch) => Effect.flatMap(now, (at) => backend.beginWindDown(bucket(key), at, key, epoch)),
     placement: (key) =>
       Effect.flatMap(now, (at) => backend.placement(bucket(key), at, key)).pipe(
         Effect.flatMap((view) => (view === undefined ? new NotPlaced() : Effect.succeed(view)))
       ),
+    callerPlacement: (key, worker) => Effect.flatMap(now, (at) => backend.callerPlacement(bucket(key), at, key, worker)),
     workers: Effect.flatMap(now, (at) => allWorkers(backend, at)),
     workersPage: (after, limit) => Effect.flatMap(now, (at) => backend.workers(at, after, limit)),
     placementsHeld: (workers) => Effect.flatMap(now, (at) => placementsHeldBy(backend, at, workers)),

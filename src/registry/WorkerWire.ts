@@ -1,7 +1,7 @@
 // The workers' wire (docs/protocol.md "Keys of one bucket", docs/registry-api.md): fleet.lua's
 // entries, one per membership write (register, heartbeat, deregister, nack) and one reply per
 // entry; workers.lua's and held.lua's reads for the API and the fleet page.
-import type { BucketHeartbeat, RegisterOutcome, WindDownDue, WorkerHeartbeat, WorkerRecord, WorkerRegistration } from "./Domain.js"
+import type { BucketHeartbeat, RegisterOutcome, WindDownDue, WorkerHeartbeat, WorkerRegistration, WorkerShown } from "./Domain.js"
 import { memberKey } from "./Domain.js"
 import { fieldText, isList, namespacesIn, numberIn, unexpected } from "./WireReply.js"
 
@@ -21,7 +21,8 @@ export const encodeRegisterEntry = (now: number, r: WorkerRegistration, leaseMs:
   JSON.stringify(r.namespaces),
   r.namespaces.map((n) => memberKey(n.env, n.namespace)).join("\n"),
   r.epoch ?? "0",
-  r.namespaces.flatMap((n) => (n.hostname === "" ? [] : [`${n.hostname}|${n.namespace}|${n.env}`])).join("\n")
+  r.namespaces.flatMap((n) => (n.hostname === "" ? [] : [`${n.hostname}|${n.namespace}|${n.env}`])).join("\n"),
+  r.callerKey ?? ""
 ]
 
 export const encodeHeartbeatEntry = (now: number, beat: WorkerHeartbeat, leaseMs: number): ReadonlyArray<string> => [
@@ -71,13 +72,11 @@ export const decodeHeartbeatReply = (reply: unknown): BucketHeartbeat => {
 
 export const workersArgs = (after: string, limit: number): ReadonlyArray<string> => [after, String(limit)]
 
-/** A worker record as workers.lua reads it: all but its incarnation. */
-export type WorkerRow = Omit<WorkerRecord, "incarnation">
-
 /** Fields per row of workers.lua: worker, url, ns, headroom, lease, draining, degraded, nackStart, nackCount. */
 const WORKER_FIELDS = 9
 
-export const decodeWorkersReply = (reply: unknown): ReadonlyArray<WorkerRow> => {
+/** A worker record as workers.lua reads it: all but its incarnation and caller key. */
+export const decodeWorkersReply = (reply: unknown): ReadonlyArray<WorkerShown> => {
   if (!isList(reply)) return unexpected("workers", reply)
   return reply.map((row: unknown) => {
     if (!isList(row) || row.length !== WORKER_FIELDS) return unexpected("workers", reply)

@@ -1,10 +1,11 @@
 // TLS on the data-plane listener (docs/deploy.md "TLS"): the certificate and key files read and
-// checked as a pair, and read again on SIGHUP and when either file changes (cert-manager and
-// certbot replace them in place). New connections get the new pair, open ones keep theirs; a
+// checked as a pair, and read again on SIGHUP and when either file changes (FileReload.ts).
+// New connections get the new pair, open ones keep theirs; a
 // pair that does not load is refused and the one in use kept.
-import { readFileSync, unwatchFile, watchFile } from "node:fs"
+import { readFileSync } from "node:fs"
 import { createSecureContext, type SecureContextOptions, type TlsOptions } from "node:tls"
 import { Result } from "effect"
+import { reloadOnChange, type ReloadTrigger } from "./FileReload.js"
 
 export interface TlsFiles {
   readonly cert: string
@@ -54,18 +55,13 @@ export const loadTlsPair = (files: TlsFiles): Result.Result<SecureContextOptions
   })
 
 export interface TlsReloadEvents {
-  readonly loaded: (trigger: "SIGHUP" | "file change") => void
-  readonly refused: (trigger: "SIGHUP" | "file change", problem: TlsProblem) => void
+  readonly loaded: (trigger: ReloadTrigger) => void
+  readonly refused: (trigger: ReloadTrigger, problem: TlsProblem) => void
 }
 
-/** How often the files are looked at, and how long a change waits for its companion file (written one after the other). */
-const WATCH_INTERVAL_MS = 1000
-const SETTLE_MS = 250
-
 /** Reads the pair again on SIGHUP and when a file changes, and gives each pair that loads to `apply`; returns the stop. */
-export const reloadTlsOnChange = (files: TlsFiles, apply: (pair: SecureContextOptions) => void, events: TlsReloadEvents): (() => void) => {
-  let settling: ReturnType<typeof setTimeout> | undefined
-  const reload = (trigger: "SIGHUP" | "file change") =>
+export const reloadTlsOnChange = (files: TlsFiles, apply: (pair: SecureContextOptions) => void, events: TlsReloadEvents): (() => void) =>
+  reloadOnChange([files.cert, files.key], (trigger) =>
     Result.match(loadTlsPair(files), {
       onFailure: (problem) => events.refused(trigger, problem),
       onSuccess: (pair) => {
@@ -73,16 +69,4 @@ export const reloadTlsOnChange = (files: TlsFiles, apply: (pair: SecureContextOp
         events.loaded(trigger)
       }
     })
-  const onSignal = () => reload("SIGHUP")
-  const onChange = () => {
-    clearTimeout(settling)
-    settling = setTimeout(() => reload("file change"), SETTLE_MS)
-  }
-  process.on("SIGHUP", onSignal)
-  for (const path of [files.cert, files.key]) watchFile(path, { interval: WATCH_INTERVAL_MS }, onChange)
-  return () => {
-    clearTimeout(settling)
-    process.off("SIGHUP", onSignal)
-    for (const path of [files.cert, files.key]) unwatchFile(path, onChange)
-  }
-}
+  )

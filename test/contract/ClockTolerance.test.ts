@@ -25,7 +25,7 @@ describe("one clock tolerance for every token", () => {
   })
 
   it("the worker's check of Pinboard-Attestation", async () => {
-    const sign = makeAttestationSigner(KEY)
+    const sign = makeAttestationSigner({ alg: "HS256", secret: KEY })
     const claims = { worker: "w1", namespace: "/threads", id: "t1", epoch: "7", depth: 0, principal: undefined, caller: undefined }
     const token = sign(claims, (EXP_S - ATTESTATION_TTL_S) * 1000)
     expect(await verifyAttestation(token, KEY, "w1", LAST_MS)).toBeDefined()

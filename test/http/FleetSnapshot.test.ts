@@ -90,8 +90,8 @@ describe("readFleet", () => {
     Effect.gen(function* () {
       const registry = makeRegistry(makeMemoryBackend(4, policy), policy, () => "wind_down")
       yield* TestClock.setTime(1_000_000)
-      const b = yield* registry.register({ worker: "b", advertiseUrl: "http://127.0.0.1:1/b", namespaces: threads, headroom: 3, draining: false })
-      yield* registry.register({ worker: "a", advertiseUrl: "http://127.0.0.1:1/a", namespaces: threads, headroom: 9, draining: true })
+      const b = yield* registry.register({ worker: "b", advertiseUrl: "http://127.0.0.1:1/b", namespaces: threads, headroom: 3, draining: false, callerKey: undefined })
+      yield* registry.register({ worker: "a", advertiseUrl: "http://127.0.0.1:1/a", namespaces: threads, headroom: 9, draining: true, callerKey: undefined })
       yield* TestClock.adjust(LEASE - 1000)
       yield* registry.heartbeat("b", { incarnation: b.incarnation, headroom: 2, draining: false, degraded: false })
       yield* TestClock.adjust(1000)

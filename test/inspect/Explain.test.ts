@@ -150,7 +150,7 @@ describe("candidates", () => {
     ([leaseMs, left, draining, degraded]) => {
       const leaseLeft = typeof left === "number" ? left : Math.ceil(Math.min(5000, leaseMs / 3)) + left.nearMinimum
       const worker = listed("w", { leaseExpiresAt: NOW + leaseLeft, draining, degraded })
-      const record: WorkerRecord = { ...worker, incarnation: "i", namespaces: [], nackWindowStart: 0, nackCount: 0 }
+      const record: WorkerRecord = { ...worker, incarnation: "i", namespaces: [], nackWindowStart: 0, nackCount: 0, callerKey: undefined }
       const policy = { leaseMs, balanceFactor: 1.25, nackThreshold: 3, nackWindowMs: leaseMs }
       const [verdict] = placeOf({ workers: [worker], leaseMs }).workers
       expect(verdict!.exclusions.length === 0).toBe(isPlaceable(record, NOW, policy, []))

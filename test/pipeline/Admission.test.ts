@@ -37,6 +37,8 @@ const view = (overrides: Partial<PlacementView> = {}): PlacementView => ({
 /** Verifies "good" to `claims`, "expired" as past its exp, anything else as invalid. */
 const auth = {
   rules: undefined,
+  callerKeys: { _tag: "DeploymentToken", key: new Uint8Array(32) },
+  publishedKeys: () => [],
   attest: () => "",
   verifyCaller: (token: string) =>
     token === "good" ? Effect.succeed(claims) : token === "expired" ? new AttestationExpired() : new InvalidAttestation()

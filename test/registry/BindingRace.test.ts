@@ -37,7 +37,8 @@ describe.each(LAYERS)("racing registrations on %s", (_name, clients) => {
             namespaces: [{ namespace: "/docs", hostname: `h${pair}.example`, env }],
             headroom: 1,
             draining: false,
-            epoch: "1"
+            epoch: "1",
+            callerKey: undefined
           })
         )
       const outcomes = yield* Effect.forEach(

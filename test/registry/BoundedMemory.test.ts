@@ -79,7 +79,7 @@ describe("bounded memory on Redis", () => {
         const registry = Context.get(yield* Layer.build(layer), Registry.Registry)
         const workers = ["w1", "w2", "w3", "w4"]
         const incarnations = yield* Effect.forEach(workers, (worker) =>
-          registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: [{ namespace: "/threads", hostname: "", env: "" }], headroom: 1, draining: false })
+          registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: [{ namespace: "/threads", hostname: "", env: "" }], headroom: 1, draining: false, callerKey: undefined })
         )
         const beatAll = Effect.forEach(incarnations, (answer) =>
           registry.heartbeat(answer.worker, { incarnation: answer.incarnation, headroom: 1, draining: false, degraded: false })

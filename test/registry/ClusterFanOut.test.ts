@@ -26,7 +26,7 @@ describe("the fan-out on a Redis Cluster", () => {
   it("a killed master's buckets, and only they, are unreached until its replica takes over", async () => {
     const backend = redisBackend(live.client, "fan", BUCKETS, policy)
     const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
-    const registered = await run(backend.register(Date.now(), { worker: "w1", incarnation: "i1", advertiseUrl: "http://127.0.0.1:1", namespaces: [{ namespace: "/a", hostname: "", env: "" }], headroom: 1, draining: false }))
+    const registered = await run(backend.register(Date.now(), { worker: "w1", incarnation: "i1", advertiseUrl: "http://127.0.0.1:1", namespaces: [{ namespace: "/a", hostname: "", env: "" }], headroom: 1, draining: false, callerKey: undefined }))
     expect(registered.unreached).toEqual([])
 
     const victim = await live.server.masterOf(keySlot("{fan:0}"))

@@ -42,7 +42,7 @@ const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<read
     const registry = makeRegistry(backend(), policy, (env) => (env === "strict" ? "deny" : "wind_down"))
     const incarnations = new Map<string, string>()
     for (const [worker, namespaces, epoch] of workers) {
-      const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch })
+      const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch, callerKey: undefined })
       incarnations.set(worker, answer.incarnation)
     }
     const beat = (worker: string) => registry.heartbeat(worker, { incarnation: incarnations.get(worker)!, headroom: 1, draining: false, degraded: false })
@@ -52,7 +52,7 @@ const fleetOn = (backend: () => RegistryBackend) => (workers: ReadonlyArray<read
       ms <= 0 ? Effect.void : Effect.andThen(Effect.andThen(TestClock.adjust(Math.min(ms, LEASE / 3)), beatAll), Effect.suspend(() => advance(ms - LEASE / 3)))
     /** Registers one more worker, kept heartbeating from now on. */
     const join = (worker: string, namespaces: ReadonlyArray<NamespaceRegistration>, epoch: string) =>
-      Effect.map(registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch }), (answer) =>
+      Effect.map(registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces, headroom: 1, draining: false, epoch, callerKey: undefined }), (answer) =>
         void incarnations.set(worker, answer.incarnation)
       )
     yield* advance(LEASE)
@@ -86,7 +86,7 @@ describe.each(LAYERS)("hostname-aware mode in the registry (%s)", (_layer, backe
     Effect.gen(function* () {
       const { registry } = yield* fleet([["wa", [docs("a.example", "prod")], "5"]])
       const refused = yield* Effect.result(
-        registry.register({ worker: "ws", advertiseUrl: "http://127.0.0.1:1/ws", namespaces: [docs("a.example", "staging")], headroom: 9, draining: false, epoch: "5" })
+        registry.register({ worker: "ws", advertiseUrl: "http://127.0.0.1:1/ws", namespaces: [docs("a.example", "staging")], headroom: 9, draining: false, epoch: "5", callerKey: undefined })
       )
       expect(Result.isFailure(refused) && refused.failure._tag).toBe("BindingHeldByAnotherEnv")
       expect((yield* registry.workers).map((w) => w.worker)).toEqual(["wa"])

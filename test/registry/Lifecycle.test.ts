@@ -39,7 +39,7 @@ const warmFleet = (registry: RegistryService, workers: ReadonlyArray<readonly [s
     yield* TestClock.setTime(T0)
     const incarnations = new Map<string, string>()
     for (const [worker, headroom] of workers) {
-      const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: threads, headroom, draining: false })
+      const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: threads, headroom, draining: false, callerKey: undefined })
       incarnations.set(worker, answer.incarnation)
     }
     const beat = (worker: string, extra: { draining?: boolean; degraded?: boolean; headroom?: number } = {}) =>
@@ -62,7 +62,7 @@ describe.each(subjects)("registry lifecycle (%s)", (_name, make) => {
     Effect.gen(function* () {
       const { registry } = make()
       yield* TestClock.setTime(T0)
-      const { incarnation } = yield* registry.register({ worker: "w1", advertiseUrl: "http://127.0.0.1:1", namespaces: threads, headroom: 1, draining: false })
+      const { incarnation } = yield* registry.register({ worker: "w1", advertiseUrl: "http://127.0.0.1:1", namespaces: threads, headroom: 1, draining: false, callerKey: undefined })
       yield* TestClock.adjust(LEASE - 1)
       yield* registry.heartbeat("w1", { incarnation, headroom: 1, draining: false, degraded: false })
       const cold = yield* Effect.flip(registry.resolve(request("a")))
@@ -104,7 +104,7 @@ describe.each(subjects)("registry lifecycle (%s)", (_name, make) => {
       const { registry } = make()
       const { incarnations } = yield* warmFleet(registry, [["w1", 1]])
       const before = yield* registry.resolve(request("a"))
-      const again = yield* registry.register({ worker: "w1", advertiseUrl: "http://127.0.0.1:1", namespaces: threads, headroom: 1, draining: false })
+      const again = yield* registry.register({ worker: "w1", advertiseUrl: "http://127.0.0.1:1", namespaces: threads, headroom: 1, draining: false, callerKey: undefined })
       expect(again.incarnation).not.toBe(incarnations.get("w1"))
       const lost = yield* Effect.flip(registry.heartbeat("w1", { incarnation: incarnations.get("w1")!, headroom: 1, draining: false, degraded: false }))
       expect(lost._tag).toBe("LeaseLost")
@@ -122,7 +122,7 @@ describe.each(subjects)("registry lifecycle (%s)", (_name, make) => {
       yield* wipe(bucketOf("", "/threads", "a", BUCKETS))
       const lost = yield* Effect.flip(registry.heartbeat("w1", { incarnation: "whatever", headroom: 1, draining: false, degraded: false }))
       expect(lost._tag).toBe("LeaseLost")
-      const { incarnation } = yield* registry.register({ worker: "w1", advertiseUrl: "http://127.0.0.1:1", namespaces: threads, headroom: 1, draining: false })
+      const { incarnation } = yield* registry.register({ worker: "w1", advertiseUrl: "http://127.0.0.1:1", namespaces: threads, headroom: 1, draining: false, callerKey: undefined })
       expect((yield* Effect.flip(registry.resolve(request("a"))))._tag).toBe("RegistryColdStart")
       yield* TestClock.adjust(LEASE / 2)
       yield* registry.heartbeat("w1", { incarnation, headroom: 1, draining: false, degraded: false })

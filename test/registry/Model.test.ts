@@ -20,6 +20,7 @@ const registration = (worker: string, extra: Partial<WorkerRegistration> = {}): 
   namespaces: threads,
   headroom: 1,
   draining: false,
+  callerKey: undefined,
   ...extra
 })
 

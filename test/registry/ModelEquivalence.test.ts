@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest"
 import type { Takeover } from "../../src/Config.js"
 import type { RegistryBackend } from "../../src/registry/RegistryBackend.js"
 import { bucketOf } from "../../src/contract/Bucket.js"
-import { rowKey, type PlacementKey, type RegistryPolicy } from "../../src/registry/Domain.js"
+import { rowKey, type CallerPlacement, type CasOutcome, type OwnerGrant, type PlacementKey, type PlacementRow, type RegistryPolicy } from "../../src/registry/Domain.js"
 import { makeMemoryBackend, type MemoryBackend } from "../../src/registry/Memory.js"
 import { bindingKey } from "../../src/registry/Hostnames.js"
 import { naiveResolve, type NaiveAnswer } from "../support/NaiveResolution.js"
@@ -25,14 +25,16 @@ const HOSTS = ["a.example", "b.example"]
 const ENVS = ["prod", "dev"]
 const EPOCHS = ["0", "1", "2", "5"]
 const HEADROOMS = [0, 1, 1.5, 2.5, 4, 6, 10, 0.1 + 0.2, 1e-9, 7]
+/** Caller keys: longer than any tag drawn, so that no answer holds one by chance. */
+const CALLER_KEYS = ["callerKey-1", "callerKey-2"]
 
 type Cmd =
-  | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean; readonly hosts?: ReadonlyArray<readonly [string, string]>; readonly epoch?: string }
+  | { readonly op: "register"; readonly worker: string; readonly namespaces: ReadonlyArray<string>; readonly headroom: number; readonly draining: boolean; readonly hosts?: ReadonlyArray<readonly [string, string]>; readonly epoch?: string; readonly callerKey?: string | undefined }
   | { readonly op: "heartbeat"; readonly worker: string; readonly stale: boolean; readonly headroom: number; readonly draining: boolean; readonly degraded: boolean; readonly rejoin?: true }
   | { readonly op: "deregister"; readonly worker: string; readonly stale: boolean }
   | { readonly op: "resolve"; readonly namespace: string; readonly id: string; readonly affinity: string; readonly caller: string | undefined; readonly excluded: ReadonlyArray<string>; readonly r1: number; readonly r2: number; readonly hostname?: string; readonly env?: string; readonly takeover?: Takeover }
-  | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly env?: string }
-  | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string; readonly env?: string }
+  | { readonly op: "release" | "windDown"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly env?: string; readonly owners?: OwnerGrant | undefined }
+  | { readonly op: "tag"; readonly namespace: string; readonly id: string; readonly stale: boolean; readonly tag: string; readonly env?: string; readonly owners?: OwnerGrant | undefined }
   | { readonly op: "nack"; readonly worker: string }
   | { readonly op: "advance"; readonly ms: number }
   /** Time passes, then every registered worker heartbeats, as a live fleet does: long runs keep their leases. */
@@ -40,6 +42,7 @@ type Cmd =
   | { readonly op: "wipe"; readonly bucket: number }
   | { readonly op: "sweep" | "workers" }
   | { readonly op: "placement"; readonly namespace: string; readonly id: string; readonly env?: string }
+  | { readonly op: "callerPlacement"; readonly namespace: string; readonly id: string; readonly worker: string; readonly env?: string }
   | { readonly op: "resolveMany"; readonly resolves: ReadonlyArray<Extract<Cmd, { op: "resolve" }>> }
 
 /** Most runs start from a registered fleet past its cold start. */
@@ -59,22 +62,27 @@ const id = Gen.constantFrom(...IDS)
 const rarely = Gen.constantFrom(false, false, false, false, true)
 const unit = Gen.double({ min: 0, max: 1, maxExcluded: true })
 const beat = Gen.record({ op: Gen.constant("beat" as const), ms: Gen.integer({ min: 300, max: 1500 }), headroom: Gen.constantFrom(...HEADROOMS) })
+/** A worker credential's grant, or none (the operator's call): exact ids and prefixes, a prefix longer than an id included. */
+const owners = Gen.option(Gen.record({ exact: Gen.subarray(WORKERS, { maxLength: 2 }), prefixes: Gen.subarray(["w-", "w-a", "w-b", "", "w-ab", "x-"], { maxLength: 2 }) }), { nil: undefined })
+const callerKey = Gen.option(Gen.constantFrom(...CALLER_KEYS), { nil: undefined })
 const resolveCommand = Gen.record({ op: Gen.constant("resolve" as const), namespace, id, affinity: Gen.constantFrom("10.0.0.1", "10.0.0.2", "::1", ""), caller: Gen.option(worker, { nil: undefined }), excluded: Gen.subarray(WORKERS, { maxLength: 2 }), r1: unit, r2: unit })
 const command: Gen.Arbitrary<Cmd> = Gen.oneof(
   { arbitrary: resolveCommand, weight: 8 },
   // Concurrent resolves: the Redis layer batches them per bucket; answers must equal running them in order.
   { arbitrary: Gen.record({ op: Gen.constant("resolveMany" as const), resolves: Gen.array(resolveCommand, { minLength: 2, maxLength: 8 }) }), weight: 2 },
-  Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely }),
+  Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, callerKey }),
   { arbitrary: Gen.record({ op: Gen.constant("heartbeat" as const), worker, stale: rarely, headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
   Gen.record({ op: Gen.constant("deregister" as const), worker, stale: Gen.boolean() }),
-  Gen.record({ op: Gen.constantFrom("release" as const, "windDown" as const), namespace, id, stale: Gen.boolean() }),
-  Gen.record({ op: Gen.constant("tag" as const), namespace, id, stale: Gen.boolean(), tag: Gen.string({ maxLength: 8 }) }),
+  Gen.record({ op: Gen.constant("windDown" as const), namespace, id, stale: Gen.boolean() }),
+  Gen.record({ op: Gen.constant("release" as const), namespace, id, stale: Gen.boolean(), owners }),
+  Gen.record({ op: Gen.constant("tag" as const), namespace, id, stale: Gen.boolean(), tag: Gen.string({ maxLength: 8 }), owners }),
   Gen.record({ op: Gen.constant("nack" as const), worker }),
   { arbitrary: Gen.record({ op: Gen.constant("advance" as const), ms: Gen.constantFrom(1, 200, 500, 999, 1000, 1999, 2000, 3000, 6001) }), weight: 4 },
   { arbitrary: beat, weight: 6 },
   { arbitrary: Gen.record({ op: Gen.constant("wipe" as const), bucket: Gen.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
   Gen.record({ op: Gen.constantFrom("sweep" as const, "workers" as const) }),
-  Gen.record({ op: Gen.constant("placement" as const), namespace, id })
+  Gen.record({ op: Gen.constant("placement" as const), namespace, id }),
+  Gen.record({ op: Gen.constant("callerPlacement" as const), namespace, id, worker })
 )
 
 /** Hostname-aware runs: registrations name (hostname, env) per namespace with an epoch; resolves come through a hostname. */
@@ -87,16 +95,18 @@ const hostnameResolve = Gen.record({
 const hostnameCommand: Gen.Arbitrary<Cmd> = Gen.oneof(
   { arbitrary: hostnameResolve, weight: 8 },
   { arbitrary: Gen.record({ op: Gen.constant("resolveMany" as const), resolves: Gen.array(hostnameResolve, { minLength: 2, maxLength: 6 }) }), weight: 2 },
-  { arbitrary: Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, hosts: Gen.array(Gen.tuple(host, env), { minLength: 1, maxLength: 2 }), epoch: Gen.constantFrom(...EPOCHS) }), weight: 2 },
+  { arbitrary: Gen.record({ op: Gen.constant("register" as const), worker, namespaces: Gen.subarray(NAMESPACES, { minLength: 1 }), headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, hosts: Gen.array(Gen.tuple(host, env), { minLength: 1, maxLength: 2 }), epoch: Gen.constantFrom(...EPOCHS), callerKey }), weight: 2 },
   { arbitrary: Gen.record({ op: Gen.constant("heartbeat" as const), worker, stale: rarely, headroom: Gen.constantFrom(...HEADROOMS), draining: rarely, degraded: rarely }), weight: 8 },
   Gen.record({ op: Gen.constant("deregister" as const), worker, stale: Gen.boolean() }),
-  Gen.record({ op: Gen.constantFrom("release" as const, "windDown" as const), namespace, id, stale: Gen.boolean(), env }),
-  Gen.record({ op: Gen.constant("tag" as const), namespace, id, stale: Gen.boolean(), tag: Gen.string({ maxLength: 8 }), env }),
+  Gen.record({ op: Gen.constant("windDown" as const), namespace, id, stale: Gen.boolean(), env }),
+  Gen.record({ op: Gen.constant("release" as const), namespace, id, stale: Gen.boolean(), env, owners }),
+  Gen.record({ op: Gen.constant("tag" as const), namespace, id, stale: Gen.boolean(), tag: Gen.string({ maxLength: 8 }), env, owners }),
   { arbitrary: Gen.record({ op: Gen.constant("advance" as const), ms: Gen.constantFrom(1, 500, 1000, 2000, 3000, 6001) }), weight: 4 },
   { arbitrary: beat, weight: 6 },
   { arbitrary: Gen.record({ op: Gen.constant("wipe" as const), bucket: Gen.integer({ min: 0, max: BUCKETS - 1 }) }), weight: 1 },
   Gen.record({ op: Gen.constantFrom("sweep" as const, "workers" as const) }),
-  Gen.record({ op: Gen.constant("placement" as const), namespace, id, env })
+  Gen.record({ op: Gen.constant("placement" as const), namespace, id, env }),
+  Gen.record({ op: Gen.constant("callerPlacement" as const), namespace, id, worker, env })
 )
 
 /** A hostname-aware fleet past its cold start: both hostnames bound to prod (so takeovers happen), w-d on dev. */
@@ -121,6 +131,8 @@ interface Knowledge {
   readonly registrations: Map<string, Cmd>
   readonly epochs: Map<string, string>
   readonly maxEpoch: Map<string, bigint>
+  /** The caller key each incarnation was registered with. */
+  readonly callerKeys: Map<string, string | undefined>
   serial: number
 }
 
@@ -130,7 +142,7 @@ const run = <A>(effect: Effect.Effect<A, unknown>) => Effect.runPromise(effect)
 const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Knowledge, incarnation: string): Promise<unknown> => {
   switch (cmd.op) {
     case "register":
-      return run(backend.register(now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: registrationsOf(cmd), headroom: cmd.headroom, draining: cmd.draining, ...(cmd.epoch === undefined ? {} : { epoch: cmd.epoch }) }))
+      return run(backend.register(now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: registrationsOf(cmd), headroom: cmd.headroom, draining: cmd.draining, callerKey: cmd.callerKey, ...(cmd.epoch === undefined ? {} : { epoch: cmd.epoch }) }))
     case "heartbeat": {
       const answers = await run(backend.heartbeat(now, { worker: cmd.worker, incarnation: cmd.stale ? "stale" : known.incarnations.get(cmd.worker) ?? "none", headroom: cmd.headroom, draining: cmd.draining, degraded: cmd.degraded }))
       expect(answers.unreached).toEqual([])
@@ -145,8 +157,8 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
     case "tag": {
       const bucket = bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS)
       const epoch = cmd.stale ? "1" : known.epochs.get(rowKey(keyOf(cmd))) ?? "1"
-      if (cmd.op === "release") return run(backend.release(bucket, now, keyOf(cmd), epoch))
-      if (cmd.op === "tag") return run(backend.tag(bucket, now, keyOf(cmd), epoch, cmd.tag))
+      if (cmd.op === "release") return run(backend.release(bucket, now, keyOf(cmd), epoch, cmd.owners))
+      if (cmd.op === "tag") return run(backend.tag(bucket, now, keyOf(cmd), epoch, cmd.tag, cmd.owners))
       return run(backend.beginWindDown(bucket, now, keyOf(cmd), epoch))
     }
     case "nack":
@@ -157,6 +169,8 @@ const apply = async (backend: RegistryBackend, cmd: Cmd, now: number, known: Kno
       return run(backend.workers(now, "", 1000))
     case "placement":
       return run(backend.placement(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd)))
+    case "callerPlacement":
+      return run(backend.callerPlacement(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS), now, keyOf(cmd), cmd.worker))
     case "resolveMany":
       return Promise.all(cmd.resolves.map((resolve) => apply(backend, resolve, now, known, incarnation)))
     case "advance":
@@ -196,6 +210,24 @@ const checkResolve = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }
   known.maxEpoch.set(key, epoch > (known.maxEpoch.get(key) ?? 0n) ? epoch : known.maxEpoch.get(key)!)
   known.epochs.set(key, outcome.epoch)
   void memory
+}
+
+const rowOf = (memory: MemoryBackend, cmd: { namespace: string; id: string; env?: string }) =>
+  memory.inspect(bucketOf(cmd.env ?? "", cmd.namespace, cmd.id, BUCKETS)).rows.get(rowKey(keyOf(cmd)))
+
+/**
+ * Release and tag with an owner grant: a row of a worker the grant does not cover is refused
+ * whatever its epoch, and stays as it was; without a grant, or with no row, never refused.
+ */
+const checkOwnerCheck = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "tag" }> | Extract<Cmd, { op: "release" | "windDown" }>, before: PlacementRow | undefined, answer: CasOutcome) => {
+  const refused = cmd.owners !== undefined && before !== undefined && !cmd.owners.exact.includes(before.worker) && !cmd.owners.prefixes.some((p) => before.worker.startsWith(p))
+  expect(answer._tag === "HeldByAnotherWorker", `${cmd.op} of ${before?.worker} with ${JSON.stringify(cmd.owners)}`).toBe(refused)
+  if (refused) expect(rowOf(memory, cmd)).toEqual(before)
+}
+
+/** A caller's record, when a bucket has one with a key, pairs an incarnation with the key it was registered with. */
+const checkCaller = (known: Knowledge, caller: CallerPlacement["caller"]) => {
+  if (caller !== undefined) expect(known.callerKeys.get(caller.incarnation)).toBe(caller.callerKey)
 }
 
 const snapshotBefore = (memory: MemoryBackend, cmd: Extract<Cmd, { op: "resolve" }>, now: number) => {
@@ -297,7 +329,7 @@ describe.each([
         const prefix = `m${runs++}`
         const memory = makeMemoryBackend(BUCKETS, policy)
         const redis = redisBackend(live.client, prefix, BUCKETS, policy)
-        const known: Knowledge = { incarnations: new Map(), registrations: new Map(), epochs: new Map(), maxEpoch: new Map(), serial: 0 }
+        const known: Knowledge = { incarnations: new Map(), registrations: new Map(), epochs: new Map(), maxEpoch: new Map(), callerKeys: new Map(), serial: 0 }
         let now = 1_700_000_000_000
         const queue = [...cmds]
         for (let cmd = queue.shift(); cmd !== undefined; cmd = queue.shift()) {
@@ -332,13 +364,22 @@ describe.each([
             expect(await actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(cmd.op === "resolve" ? expected[0] : expected)
             continue
           }
+          const rowBefore = cmd.op === "release" || cmd.op === "tag" ? rowOf(memory, cmd) : undefined
           const expected = await apply(memory, cmd, now, known, incarnation)
           const actual = await apply(redis, cmd, now, known, incarnation)
           expect(actual, `${cmd.op} at ${now}: ${JSON.stringify(cmd)}`).toEqual(expected)
+          if (cmd.op === "release" || cmd.op === "tag") {
+            checkOwnerCheck(memory, cmd, rowBefore, expected as CasOutcome)
+            covered.count(expected)
+          }
+          if (cmd.op === "callerPlacement") checkCaller(known, (expected as CallerPlacement).caller)
+          // Only callerPlacement reads a caller key back.
+          else expect(JSON.stringify(expected) ?? "", `${cmd.op} shows a caller key`).not.toMatch(/callerKey-/)
           if (cmd.op === "heartbeat" && Array.isArray(expected)) (expected as Array<unknown>).slice(0, 1).forEach(covered.count)
           if (cmd.op === "register") {
             known.incarnations.set(cmd.worker, incarnation)
             known.registrations.set(cmd.worker, cmd)
+            known.callerKeys.set(incarnation, cmd.callerKey)
           }
           // A live worker told its lease is lost registers again.
           if (cmd.op === "heartbeat" && cmd.rejoin === true && (expected as Array<{ _tag: string }>).some((a) => a._tag === "LeaseLost")) queue.unshift(known.registrations.get(cmd.worker)!)

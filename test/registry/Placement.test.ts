@@ -124,6 +124,7 @@ describe("placeable workers", () => {
     degraded: false,
     nackWindowStart: 0,
     nackCount: 0,
+    callerKey: undefined,
     ...extra
   })
 

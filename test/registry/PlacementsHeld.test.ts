@@ -32,7 +32,7 @@ const warmFleet = (registry: RegistryService) =>
     yield* TestClock.setTime(T0)
     const incarnations = new Map<string, string>()
     for (const [worker, draining] of [["w1", false], ["w2", false], ["w3", true]] as const) {
-      const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: threads, headroom: 5, draining })
+      const answer = yield* registry.register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: threads, headroom: 5, draining, callerKey: undefined })
       incarnations.set(worker, answer.incarnation)
     }
     yield* TestClock.adjust(LEASE / 2)
@@ -80,7 +80,7 @@ describe.each(subjects)("placements held per worker (%s)", (_name, make) => {
       yield* registry.deregister("w1", incarnations.get("w1")!)
       expect((yield* registry.placementsHeld(["w1", "w2"])).counts).toEqual([0, afterRelease.counts[1]])
 
-      yield* registry.register({ worker: "w2", advertiseUrl: "http://127.0.0.1:1/w2", namespaces: threads, headroom: 5, draining: false })
+      yield* registry.register({ worker: "w2", advertiseUrl: "http://127.0.0.1:1/w2", namespaces: threads, headroom: 5, draining: false, callerKey: undefined })
       expect((yield* registry.placementsHeld(["w2"])).counts).toEqual([0])
     }))
 

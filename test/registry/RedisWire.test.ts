@@ -6,11 +6,20 @@ import { Cause, Effect, Exit, Option, Result } from "effect"
 import type { ResolveOutcome } from "../../src/registry/Domain.js"
 import type { RecordUpdate } from "../../src/registry/MembershipView.js"
 import type { ScriptName } from "../../src/registry/RedisConnection.js"
-import { decodeCasReply, decodePlacementReply, decodeSweepReply, decodeWindDownReply } from "../../src/registry/PlacementWire.js"
+import {
+  callerPlacementArgs,
+  decodeCallerPlacementReply,
+  decodeCasReply,
+  decodePlacementReply,
+  decodeSweepReply,
+  decodeWindDownReply,
+  releaseArgs,
+  tagArgs
+} from "../../src/registry/PlacementWire.js"
 import { decodeAskReply, decodeLastProposalReply, decodeProposalReply, encodeResolveQuery, ResolveMode, type AskReply, type ProposalReply } from "../../src/registry/ResolveWire.js"
 import { decodeLogPage, decodeMembersPage, decodeShortPage, type ViewPayload } from "../../src/registry/ViewWire.js"
 import { orDefect, UnexpectedReply } from "../../src/registry/WireReply.js"
-import { decodeDoneReply, decodeHeartbeatReply, decodeHeldReply, decodeRegisterReply, decodeWorkersReply } from "../../src/registry/WorkerWire.js"
+import { decodeDoneReply, decodeHeartbeatReply, decodeHeldReply, decodeRegisterReply, decodeWorkersReply, encodeRegisterEntry } from "../../src/registry/WorkerWire.js"
 import * as Gen from "../support/Arbitraries.js"
 
 // --- resolve.lua's replies, written as the script writes them ---------------------------
@@ -236,12 +245,42 @@ describe("the other scripts' replies", () => {
       expect(decode(["done"])).toEqual({ _tag: "Done" })
       expect(decode(["conflict", "17"])).toEqual({ _tag: "Conflict", current: "17" })
       expect(decode(["conflict"])).toEqual({ _tag: "Conflict", current: null })
-      for (const reply of [["released"], "done", ["conflict", 17], ["done", "17"]]) expectUnexpected(decode, reply, script)
+      expect(decode(["held"])).toEqual({ _tag: "HeldByAnotherWorker" })
+      for (const reply of [["released"], "done", ["conflict", 17], ["done", "17"], ["held", "17"]]) expectUnexpected(decode, reply, script)
     }
     expect(decodeWindDownReply(["winding", "1800"])).toEqual({ _tag: "WindingDown", deadline: 1800 })
     expect(decodeWindDownReply(["conflict", "17"])).toEqual({ _tag: "Conflict", current: "17" })
     expect(decodeWindDownReply(["conflict"])).toEqual({ _tag: "Conflict", current: null })
     for (const reply of [["winding"], ["winding", "later"], ["done"]]) expectUnexpected(decodeWindDownReply, reply, "winddown")
+  })
+
+  it("release.lua and tag.lua: an owner grant last, as its count of exact ids, them and its prefixes; none, nothing", () => {
+    const key = { env: "", namespace: "/n", id: "x" }
+    expect(releaseArgs(key, "17")).toEqual(["", "/n", "x", "17"])
+    expect(releaseArgs(key, "17", { exact: ["w-a", "w-b"], prefixes: ["chat-"] })).toEqual(["", "/n", "x", "17", "2", "w-a", "w-b", "chat-"])
+    expect(tagArgs(key, "17", "t")).toEqual(["", "/n", "x", "17", "t"])
+    expect(tagArgs(key, "17", "t", { exact: [], prefixes: [] })).toEqual(["", "/n", "x", "17", "t", "0"])
+    expect(tagArgs(key, "17", "t", { exact: [], prefixes: ["a-", "b-"] })).toEqual(["", "/n", "x", "17", "t", "0", "a-", "b-"])
+  })
+
+  it("fleet.lua's register entry ends with the caller key, \"\" for none", () => {
+    const registration = { worker: "w-a", incarnation: "i1", advertiseUrl: "http://u", namespaces: [{ namespace: "/n", hostname: "", env: "" }], headroom: 1, draining: false }
+    expect(encodeRegisterEntry(1600, { ...registration, callerKey: "k1" }, 100).at(-1)).toBe("k1")
+    expect(encodeRegisterEntry(1600, { ...registration, callerKey: undefined }, 100)).toHaveLength(13)
+    expect(encodeRegisterEntry(1600, { ...registration, callerKey: undefined }, 100).at(-1)).toBe("")
+  })
+
+  it("placement.lua asked with a worker: the row and the worker's incarnation and caller key", () => {
+    const key = { env: "", namespace: "/n", id: "x" }
+    const row = ["w-a", "inc1", "17", "1600", "", "t", "0", "http://u", "1"]
+    expect(callerPlacementArgs(key, "w-b")).toEqual(["", "/n", "x", "w-b"])
+    const decode = decodeCallerPlacementReply(key)
+    expect(decode([row, ["inc2", "k2"]])).toEqual({ placement: decodePlacementReply(key)(row), caller: { incarnation: "inc2", callerKey: "k2" } })
+    expect(decode([[], []])).toEqual({ placement: undefined, caller: undefined })
+    expect(decode([row, []])).toMatchObject({ caller: undefined })
+    for (const reply of [row, [row], [row, ["inc2"]], [row, ["inc2", null]], [row, ["inc2", ""]], [["w-a"], []], [[...row.slice(0, 3), "soon", ...row.slice(4)], []], "w-a"]) {
+      expectUnexpected(decode, reply, "placement")
+    }
   })
 
   it("placement.lua", () => {

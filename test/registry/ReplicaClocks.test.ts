@@ -125,7 +125,7 @@ const runSteps = (subject: BackendSubject, steps: ReadonlyArray<Step>) =>
 
     const register = (name: Via, worker: string) =>
       Effect.gen(function* () {
-        const exit = yield* through(name, replicas[name].register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: threads, headroom: 1, draining: false }))
+        const exit = yield* through(name, replicas[name].register({ worker, advertiseUrl: `http://127.0.0.1:1/${worker}`, namespaces: threads, headroom: 1, draining: false, callerKey: undefined }))
         if (exit === undefined) return
         used()
         if (Exit.isSuccess(exit)) {

@@ -186,7 +186,7 @@ class Run {
     const on = async (backend: RegistryBackend): Promise<unknown> => {
       switch (cmd.op) {
         case "register":
-          return run(backend.register(this.now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: cmd.namespaces.map((ns) => ({ namespace: ns, hostname: "", env: "" })), headroom: cmd.headroom, draining: cmd.draining }))
+          return run(backend.register(this.now, { worker: cmd.worker, incarnation, advertiseUrl: `http://127.0.0.1:1/${cmd.worker}`, namespaces: cmd.namespaces.map((ns) => ({ namespace: ns, hostname: "", env: "" })), headroom: cmd.headroom, draining: cmd.draining, callerKey: undefined }))
         case "heartbeat": {
           const answers = await run(backend.heartbeat(this.now, { worker: cmd.worker, incarnation: cmd.stale ? "stale" : this.incarnations.get(cmd.worker) ?? "none", headroom: cmd.headroom, draining: cmd.draining, degraded: cmd.degraded }))
           // The wind-down lists are not compared: the reference holds no rows here (resolves run on Redis only).

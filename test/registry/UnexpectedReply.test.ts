@@ -53,7 +53,7 @@ const warmRegistry = (client: Redis, prefix: string, draining = false) =>
   Effect.gen(function* () {
     const registry = makeRegistry(makeRedisBackend(client, { prefix, buckets: BUCKETS, policy }), policy, () => "wind_down")
     yield* TestClock.setTime(T0)
-    const { incarnation } = yield* registry.register({ worker: "w-a", advertiseUrl: "http://127.0.0.1:1/w-a", namespaces: threads, headroom: 1, draining })
+    const { incarnation } = yield* registry.register({ worker: "w-a", advertiseUrl: "http://127.0.0.1:1/w-a", namespaces: threads, headroom: 1, draining, callerKey: undefined })
     for (let beat = 0; beat < 2; beat++) {
       yield* TestClock.adjust(LEASE / 2)
       yield* registry.heartbeat("w-a", { incarnation, headroom: 1, draining, degraded: false })

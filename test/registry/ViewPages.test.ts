@@ -51,7 +51,8 @@ const registration = (worker: string, headroom: number): WorkerRegistration => (
   advertiseUrl: `http://127.0.0.1:1/${worker}`,
   namespaces: [{ namespace: "/n", hostname: "", env: "" }],
   headroom,
-  draining: false
+  draining: false,
+  callerKey: undefined
 })
 
 const query = (id: string): ResolveQuery => ({ env: "", namespace: "/n", id, hostname: "", takeover: "wind_down", caller: undefined, affinity: `client-${id}`, excluded: [], r1: 0.25, r2: 0.75 })

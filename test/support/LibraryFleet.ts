@@ -296,13 +296,13 @@ export const affinityFor = (target: string, workers: ReadonlyArray<string>): str
   }
 }
 
-const sign = makeAttestationSigner(attestationKey(TOKEN))
+const sign = makeAttestationSigner({ alg: "HS256", secret: attestationKey(TOKEN) })
 
 /** A `Pinboard-Attestation` as Pinboard would mint it (docs/config.md), signed with `token`'s key. */
 export const mintAttestation = (
   claims: Pick<AttestationClaims, "worker" | "namespace" | "id" | "epoch"> & Partial<AttestationClaims>,
   options: { readonly token?: string; readonly nowMs?: number } = {}
 ): string => {
-  const signer = options.token === undefined ? sign : makeAttestationSigner(attestationKey(options.token))
+  const signer = options.token === undefined ? sign : makeAttestationSigner({ alg: "HS256", secret: attestationKey(options.token) })
   return signer({ depth: 0, principal: undefined, caller: undefined, ...claims }, options.nowMs ?? Date.now())
 }

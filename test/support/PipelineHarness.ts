@@ -52,7 +52,8 @@ export const pipelineHarness = (fake: FakeUpstream, options: HarnessOptions = {}
         advertiseUrl: `http://${worker}.test/`,
         namespaces: [{ namespace: "/threads", hostname: "", env: "" }],
         headroom: 1,
-        draining: false
+        draining: false,
+        callerKey: undefined
       })
     )
     yield* registerAll

@@ -162,7 +162,7 @@ const runSteps = (steps: ReadonlyArray<Step>) =>
           Effect.gen(function* () {
             // Registering again after a 410 or a lapse: everything of the lost incarnation is gone already.
             if (heldIds(w).length > 0) violations.push(`${name} registers again holding ${heldIds(w)}`)
-            const answer = yield* registry.register({ worker: name, advertiseUrl: `http://127.0.0.1:1/${name}`, namespaces: [{ namespace: NAMESPACE, hostname: "", env: "" }], ...status })
+            const answer = yield* registry.register({ worker: name, advertiseUrl: `http://127.0.0.1:1/${name}`, namespaces: [{ namespace: NAMESPACE, hostname: "", env: "" }], callerKey: undefined, ...status })
             w.granted = { incarnation: answer.incarnation, until: answer.leaseExpiresAt, wiped: false }
             watchLapse(name, w.granted)
             return { incarnation: answer.incarnation, leaseMs: answer.leaseMs, heartbeatMs: answer.heartbeatMs, buckets: answer.buckets, unrenewed: answer.unrenewed }

@@ -21,7 +21,7 @@ const TOKEN = "worker-test-token"
 const WORKER = "w1"
 const LEASE_MS = 3000
 const IDLE_MS = 10_000
-const sign = makeAttestationSigner(attestationKey(TOKEN))
+const sign = makeAttestationSigner({ alg: "HS256", secret: attestationKey(TOKEN) })
 
 /** A clock step, and what it woke run to its next wait. */
 const advance = (ms: number) => Effect.andThen(TestClock.adjust(ms), flush)
@@ -164,7 +164,7 @@ describe("the worker's request handler", () => {
       expect((yield* send("/counters/c1/increment", undefined)).status).toBe(401)
       expect((yield* send("/counters/c1/increment", "not.a.token")).status).toBe(401)
       expect((yield* send("/counters/c1/increment", claims("c1", "1", { worker: "w2" }))).status).toBe(401)
-      const forged = makeAttestationSigner(attestationKey("another-token"))(claims("c1", "1"), 0)
+      const forged = makeAttestationSigner({ alg: "HS256", secret: attestationKey("another-token") })(claims("c1", "1"), 0)
       expect((yield* send("/counters/c1/increment", forged)).status).toBe(401)
       expect(events).toEqual([])
     })

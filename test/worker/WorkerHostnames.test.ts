@@ -21,7 +21,7 @@ const WORKER = "w1"
 const LEASE_MS = 3000
 const IDLE_MS = 10_000
 const key = attestationKey(TOKEN)
-const sign = makeAttestationSigner(key)
+const sign = makeAttestationSigner({ alg: "HS256", secret: key })
 
 /** A clock step, and what it woke run to its next wait. */
 const advance = (ms: number) => Effect.andThen(TestClock.adjust(ms), flush)

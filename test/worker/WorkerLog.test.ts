@@ -97,7 +97,7 @@ describe("the worker's log lines", () => {
       })
       yield* TestClock.adjust(100)
       yield* until(worker.healthy, "a healthy lease")
-      const attestation = makeAttestationSigner(attestationKey(TOKEN))(
+      const attestation = makeAttestationSigner({ alg: "HS256", secret: attestationKey(TOKEN) })(
         { worker: "w1", namespace: "/things", id: "t1", epoch: "3", depth: 0, principal: undefined, caller: undefined },
         T + 100
       )

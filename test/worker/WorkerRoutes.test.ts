@@ -16,7 +16,7 @@ import { scaled } from "../support/Time.js"
 
 const TOKEN = "routes-test-token"
 const WORKER = "w1"
-const sign = makeAttestationSigner(attestationKey(TOKEN))
+const sign = makeAttestationSigner({ alg: "HS256", secret: attestationKey(TOKEN) })
 
 const registry = (): RegistryClient & { registered: boolean } => {
   const client = {

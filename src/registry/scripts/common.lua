@@ -112,3 +112,19 @@ local function currentRow(rk, ...)
   end
   return row
 end
+
+-- An owner grant sent from ARGV[first] on (src/registry/Domain.ts OwnerGrant): the count of its
+-- exact worker ids, them, then its prefixes. Whether the call sent one that does not cover
+-- `worker`; nothing sent from ARGV[first] is no grant (a call without a worker credential).
+local function heldByAnother(first, worker)
+  if ARGV[first] == nil then return false end
+  local exact = tonumber(ARGV[first])
+  for i = first + 1, first + exact do
+    if ARGV[i] == worker then return false end
+  end
+  for i = first + exact + 1, #ARGV do
+    local prefix = ARGV[i]
+    if string.sub(worker, 1, #prefix) == prefix then return false end
+  end
+  return true
+end

@@ -3,6 +3,7 @@
 -- each a kind followed by its fields:
 --   "r" now worker incarnation advertiseUrl leaseExpiresAt headroom draining namespacesJson mkeys
 --       epoch bindings (one line "hostname|namespace|env" per entry naming a hostname)
+--       callerKey ("" for none: the record then has no "ck")
 --   "h" now worker incarnation leaseExpiresAt headroom draining degraded
 --   "d" now worker incarnation
 --   "n" now worker nackWindowMs
@@ -11,7 +12,7 @@
 -- deregister and nack "OK".
 
 -- docs/proxy.md "Hostname-aware mode" (src/registry/Hostnames.ts decideBindings): every binding is decided before anything changes.
-local function register(worker, inc, url, lease, headroom, draining, namespacesJson, mkeys, epoch, bindings)
+local function register(worker, inc, url, lease, headroom, draining, namespacesJson, mkeys, epoch, bindings, callerKey)
   local updates, order = {}, {}
   for _, line in ipairs(lines(bindings)) do
     local hostname, namespace, env = string.match(line, "^([^|]*)|([^|]*)|(.*)$")
@@ -53,6 +54,7 @@ local function register(worker, inc, url, lease, headroom, draining, namespacesJ
     "inc", inc, "url", url, "lease", lease, "headroom", headroom, "draining", draining,
     "degraded", "0", "ns", namespacesJson, "mkeys", mkeys,
     "nackStart", previous[2] or "0", "nackCount", previous[3] or "0")
+  if callerKey ~= "" then redis.call("HSET", wkey, "ck", callerKey) end
   redis.call("ZADD", T .. ":wi", 0, worker)
   redis.call("ZADD", T .. ":wl", lease, worker)
   redis.call("ZREM", T .. ":tomb", worker)
@@ -114,8 +116,8 @@ while i <= #ARGV do
     touched = true
   end
   if kind == "r" then
-    answers[#answers + 1] = register(worker, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11])
-    i = i + 12
+    answers[#answers + 1] = register(worker, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11], ARGV[i + 12])
+    i = i + 13
   elseif kind == "h" then
     answers[#answers + 1] = heartbeat(worker, ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7])
     i = i + 8
