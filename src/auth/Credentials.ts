@@ -10,7 +10,7 @@ import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
 import { InvalidDeploymentToken } from "../Errors.js"
 import { reloadOnChange, type ReloadTrigger } from "../serving/FileReload.js"
-import { type CredentialSet, credentialSourceOf, describeSource, loadCredentialSet, type WorkerJwt } from "./CredentialSet.js"
+import { type CredentialSet, credentialSourceOf, describeSource, loadCredentialSet, type WorkerJwt } from "../config/CredentialSet.js"
 import type { FetchJwks } from "./Jwks.js"
 import { makeProvider, type Provider } from "./Providers.js"
 import { grantOf, type WorkerGrant } from "./WorkerGrant.js"
@@ -29,7 +29,7 @@ const sha256 = (text: string): Buffer => createHash("sha256").update(text, "utf8
 const EMPTY_SET: CredentialSet = { operators: [], workerKeys: [], workerJwts: [] }
 
 /** The deployment token's name in logs and in what a caller is. */
-const DEPLOYMENT_TOKEN = "deployment token"
+const DEPLOYMENT_TOKEN_NAME = "deployment token"
 
 const refused = Effect.fail(new InvalidDeploymentToken())
 
@@ -73,7 +73,7 @@ export const makeCredentials = (
     const credential = authorization.slice("Bearer ".length)
     const digest = sha256(credential)
     const current = set
-    let operator = tokenDigest !== undefined && timingSafeEqual(digest, tokenDigest) ? DEPLOYMENT_TOKEN : undefined
+    let operator = tokenDigest !== undefined && timingSafeEqual(digest, tokenDigest) ? DEPLOYMENT_TOKEN_NAME : undefined
     for (const entry of current.operators) if (timingSafeEqual(digest, entry.digest)) operator ??= entry.name
     let worker: CredentialSet["workerKeys"][number] | undefined
     for (const entry of current.workerKeys) if (timingSafeEqual(digest, entry.digest)) worker ??= entry

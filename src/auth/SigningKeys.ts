@@ -6,7 +6,7 @@ import { Redacted, Result } from "effect"
 import type { PinboardConfig } from "../Config.js"
 import { attestationKey } from "../contract/AttestationKey.js"
 import { type AttestationClaims, makeAttestationSigner, type AttestationSigner } from "./Attestation.js"
-import { type AttestationKeyPair, type AttestationKeyProblem, type AttestationPublicJwk, loadAttestationKeys } from "./AttestationKeys.js"
+import { type AttestationKeyPair, type AttestationKeyProblem, type AttestationPublicJwk, loadAttestationKeys } from "../config/AttestationKeys.js"
 
 export interface SigningKeys {
   readonly attest: (claims: AttestationClaims, nowMs: number) => string

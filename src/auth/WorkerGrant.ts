@@ -4,14 +4,14 @@
 // registry API asks before it touches the registry.
 import { SUBJECT_PLACEHOLDER } from "../config/Credentials.js"
 import type { NamespaceRegistration, OwnerGrant, PlacementKey } from "../registry/Domain.js"
-import type { NamespaceGrant } from "./CredentialSet.js"
+import type { NamespaceGrant } from "../config/CredentialSet.js"
 
 export interface WorkerGrant {
   readonly owners: OwnerGrant
   readonly namespaces: ReadonlyArray<NamespaceGrant>
 }
 
-interface Entry {
+interface GrantedEntry {
   readonly workers: ReadonlyArray<string>
   readonly namespaces: ReadonlyArray<NamespaceGrant>
 }
@@ -20,7 +20,7 @@ interface Entry {
  * The union of `entries`' grants, `{sub}` replaced by `subject` (a pattern naming `{sub}` grants
  * nothing to a token without one).
  */
-export const grantOf = (entries: ReadonlyArray<Entry>, subject: string | undefined): WorkerGrant => {
+export const grantOf = (entries: ReadonlyArray<GrantedEntry>, subject: string | undefined): WorkerGrant => {
   const exact: Array<string> = []
   const prefixes: Array<string> = []
   for (const entry of entries) {

@@ -9,7 +9,7 @@ import { CookieName, expected, expectedShape, HeaderName, NonEmptyString } from 
 const listOf = <S extends Schema.Top>(item: S, what: string) => Schema.Array(item).annotate(expectedShape(what))
 
 /** A list of at least one item; `what` also names the list when something else is given. */
-const nonEmptyList = <S extends Schema.Top>(item: S, what: string) =>
+export const nonEmptyList = <S extends Schema.Top>(item: S, what: string) =>
   Schema.Array(item).check(Schema.makeFilter((a: ReadonlyArray<unknown>) => a.length > 0, expectedShape(what)))
 
 const isSpkiPem = (s: string): boolean => {

@@ -3,11 +3,10 @@
 // Shapes only; what entries refer to and how they fit the mode is checked where a set is
 // loaded (auth/CredentialSet.ts), at start-up and on every reload.
 import { Effect, Schema } from "effect"
-import { Sha256Hex } from "./Auth.js"
+import { nonEmptyList, Sha256Hex } from "./Auth.js"
 import { expected, expectedShape, NonEmptyString } from "./Fields.js"
 
-const listOf = <S extends Schema.Top>(item: S, what: string) =>
-  Schema.Array(item).check(Schema.makeFilter((a: ReadonlyArray<unknown>) => a.length > 0, expectedShape(`a non-empty list of ${what}`)))
+const nonEmptyListOf = <S extends Schema.Top>(item: S, what: string) => nonEmptyList(item, `a non-empty list of ${what}`)
 
 /** Stands for the JWT's subject in a worker pattern of a provider's entry. */
 export const SUBJECT_PLACEHOLDER = "{sub}"
@@ -33,14 +32,14 @@ const BindingGrant = Schema.Struct({
   env: Schema.String.check(Schema.makeFilter((s: string) => /^[A-Za-z0-9._~-]{0,128}$/.test(s), expected("0-128 characters of [A-Za-z0-9._~-]")))
 }).annotate(expectedShape('an object {"namespace","hostname","env"}'))
 
-const NamespaceGrant = Schema.Union([NamespaceName, BindingGrant]).annotate(
+const NamespaceGrantSetting = Schema.Union([NamespaceName, BindingGrant]).annotate(
   expected('a namespace like "/threads", or in hostname-aware mode {"namespace","hostname","env"}')
 )
 
 const grantFields = {
   name: NonEmptyString,
-  workers: listOf(WorkerPattern, "worker ids and prefixes"),
-  namespaces: listOf(NamespaceGrant, "namespaces")
+  workers: nonEmptyListOf(WorkerPattern, "worker ids and prefixes"),
+  namespaces: nonEmptyListOf(NamespaceGrantSetting, "namespaces")
 }
 
 export const WorkerKeyEntry = Schema.Struct({ ...grantFields, sha256: Sha256Hex }).annotate(expectedShape("an object"))
@@ -49,7 +48,7 @@ export const WorkerKeyEntry = Schema.Struct({ ...grantFields, sha256: Sha256Hex 
 export const WorkerJwtEntry = Schema.Struct({
   ...grantFields,
   provider: NonEmptyString,
-  subjects: Schema.optionalKey(listOf(NonEmptyString, "subjects"))
+  subjects: Schema.optionalKey(nonEmptyListOf(NonEmptyString, "subjects"))
 }).annotate(expectedShape("an object"))
 
 const OperatorEntry = Schema.Struct({ name: NonEmptyString, sha256: Sha256Hex }).annotate(expectedShape("an object"))

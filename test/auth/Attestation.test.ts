@@ -92,7 +92,7 @@ describe("Pinboard-Attestation", () => {
     }
   })
 
-  it("forwards with a principal, a caller or a hostname are never answered from the kept tokens", async () => {
+  it("forwards with a principal, a caller or a hostname are kept under their whole claims: never another's token", async () => {
     const fresh = makeAttestationSigner(HS256_KEY)
     fresh(base, NOW_MS)
     const alice = fresh({ ...base, principal: { subject: "alice", scopes: ["a"] } }, NOW_MS)
@@ -105,6 +105,17 @@ describe("Pinboard-Attestation", () => {
     expect((await verify(called)).caller).toBe("/rooms/r1")
     expect((await verify(hosted)).host).toBe("docs.example")
     expect((await verify(fresh(base, NOW_MS))).sub).toBeUndefined()
+  })
+
+  it("the same principal within one second gets the kept token; subjects that only differ where a separator could hide do not", async () => {
+    const fresh = makeAttestationSigner(HS256_KEY)
+    const alice = { ...base, principal: { subject: "alice", scopes: ["a", "b"] } }
+    expect(fresh(alice, NOW_MS)).toBe(fresh(alice, NOW_MS + 800))
+    expect(fresh(alice, NOW_MS + 1000)).not.toBe(fresh(alice, NOW_MS))
+    const verify = async (token: string) => (await jwtVerify(token, attestationKey(TOKEN), { currentDate: new Date(NOW_MS) })).payload
+    const odd = await verify(fresh({ ...base, principal: { subject: "alice\nb", scopes: ["a"] } }, NOW_MS))
+    const even = await verify(fresh({ ...base, principal: { subject: "alice", scopes: ["b\na"] } }, NOW_MS))
+    expect([odd.sub, odd.scope, even.sub, even.scope]).toEqual(["alice\nb", "a", "alice", "b\na"])
   })
 
   it("two callers, or two hostnames, of one placement within one second each get their own token", async () => {

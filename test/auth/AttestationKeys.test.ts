@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { calculateJwkThumbprint, compactVerify, importJWK } from "jose"
-import { loadAttestationKeys } from "../../src/auth/AttestationKeys.js"
+import { loadAttestationKeys } from "../../src/config/AttestationKeys.js"
 
 const dir = mkdtempSync(join(tmpdir(), "pinboard-attestation-keys-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

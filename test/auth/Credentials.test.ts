@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { SignJWT, type JWTPayload } from "jose"
-import { type CredentialContext, loadCredentialSet } from "../../src/auth/CredentialSet.js"
+import { type CredentialContext, loadCredentialSet } from "../../src/config/CredentialSet.js"
 import { makeCredentials } from "../../src/auth/Credentials.js"
 import { configForTests } from "../support/TestConfig.js"
 

@@ -1,11 +1,11 @@
 // A credentials set (docs/deploy.md "Credentials") loaded and checked: from the configuration
 // or its file, at start-up (a problem stops the process with exit code 2) and on every reload (a
-// problem keeps the set in use). Keys are kept as their SHA-256 digests only.
+// problem keeps the set in use; auth/Credentials.ts). Keys are kept as their SHA-256 digests only.
 import { readFileSync } from "node:fs"
 import { Result, SchemaParser } from "effect"
-import type { PinboardConfig } from "../Config.js"
-import { CredentialsSetting, SUBJECT_PLACEHOLDER, type WorkerJwtEntry, type WorkerKeyEntry } from "../config/Credentials.js"
-import { describeParseError } from "../config/Messages.js"
+import type { PinboardConfig } from "./Schema.js"
+import { CredentialsSetting, SUBJECT_PLACEHOLDER, type WorkerJwtEntry, type WorkerKeyEntry } from "./Credentials.js"
+import { describeParseError } from "./Messages.js"
 
 /** A namespace a worker credential may serve: `hostname` "" outside hostname-aware mode, "*" for any. */
 export interface NamespaceGrant {
@@ -55,7 +55,7 @@ const decode = SchemaParser.decodeUnknownResult(CredentialsSetting, { onExcessPr
 
 const isKeyEntry = (entry: WorkerKeyEntry | WorkerJwtEntry): entry is WorkerKeyEntry => "sha256" in entry
 
-const textOf = (source: CredentialSource): Result.Result<unknown, string> => {
+const contentOf = (source: CredentialSource): Result.Result<unknown, string> => {
   if (source._tag === "Inline") return Result.succeed(source.value)
   try {
     return Result.succeed(JSON.parse(readFileSync(source.path, "utf8")))
@@ -66,7 +66,7 @@ const textOf = (source: CredentialSource): Result.Result<unknown, string> => {
 
 /** The set, or one line per problem (each naming the entry's field) joined by line breaks. */
 export const loadCredentialSet = (source: CredentialSource, context: CredentialContext): Result.Result<CredentialSet, string> =>
-  Result.flatMap(textOf(source), (input) =>
+  Result.flatMap(contentOf(source), (input) =>
     Result.match(decode(input), {
       onFailure: (issue) => Result.fail(describeParseError(issue, input, [])),
       onSuccess: (setting) => checked(setting, context)
