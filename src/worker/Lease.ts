@@ -9,9 +9,14 @@
 // On a Redis Cluster a call can renew the lease in some buckets and not others (a shard is
 // down: the answer lists it in `unrenewed`). So the lease end is kept per bucket, and only
 // the activations whose bucket went unconfirmed are dropped; the rest keep serving.
+//
+// A call Pinboard refuses (401, 403: the credential does not cover it) is retried on the same
+// schedule as one that got no answer, its refusal logged as an error with Pinboard's text.
 import { Clock, Data, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
 import { bucketOf } from "../contract/Bucket.js"
-import { RegistryCallFailed, type PlacementRef, type RegistryClient, type WindDownEntry, type WorkerStatus } from "./RegistryClient.js"
+import type { CallerSigningKey } from "./Call.js"
+import { logCallError, REGISTRY_RETRY, registryCall } from "./RegistryCall.js"
+import type { PlacementRef, RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"
 
@@ -38,14 +43,13 @@ export interface Lease {
   /** True while a new activation of this placement may be taken: the lease holds in its bucket. */
   readonly healthyFor: (placement: PlacementRef) => boolean
   readonly incarnation: () => string | undefined
+  /** The incarnation's key for caller tokens (`kid` the incarnation), when its register answer carried one. */
+  readonly callerKey: () => CallerSigningKey | undefined
   /** Completes once the first registration is through. */
   readonly registered: Effect.Effect<void>
   /** Stops heartbeating and deregisters (every placement of this incarnation ends). */
   readonly deregister: Effect.Effect<void>
 }
-
-/** Register and heartbeat retries: quick at first, then every 2 s at most. */
-export const REGISTRY_RETRY = Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(2))])
 
 /**
  * Heartbeats at a fixed rate, the first one interval after the registration: a slow answer
@@ -64,6 +68,7 @@ interface Held {
   readonly leaseMs: number
   readonly heartbeatMs: number
   readonly marginMs: number
+  readonly callerKey: CallerSigningKey | undefined
   /** Local clock, per bucket (one entry when Pinboard names no buckets): confirmed until then. */
   readonly confirmedUntil: Array<number>
 }
@@ -74,14 +79,6 @@ const confirm = (held: Held, until: number, unrenewed: ReadonlyArray<number>): v
     if (!unrenewed.includes(b)) held.confirmedUntil[b] = Math.max(held.confirmedUntil[b]!, until)
   }
 }
-
-/** One registry call; whatever a client (the author's own, maybe) throws becomes a RegistryCallFailed. */
-const registryCall = <A>(what: string, call: () => Promise<A>): Effect.Effect<A, RegistryCallFailed> =>
-  Effect.tryPromise({
-    try: call,
-    catch: (error) =>
-      error instanceof RegistryCallFailed ? error : new RegistryCallFailed({ message: `${what}: ${error instanceof Error ? error.message : String(error)}` })
-  })
 
 const bucketIn = (held: Held, { env, namespace, id }: PlacementRef): number =>
   held.confirmedUntil.length === 1 ? 0 : bucketOf(env, namespace, id, held.confirmedUntil.length)
@@ -125,12 +122,16 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         leaseMs: registration.leaseMs,
         heartbeatMs: registration.heartbeatMs,
         marginMs: options.safetyMarginMs ?? Math.floor(registration.leaseMs / 5),
+        callerKey:
+          registration.callerKey === undefined
+            ? undefined
+            : { secret: new Uint8Array(Buffer.from(registration.callerKey, "base64url")), kid: registration.incarnation },
         confirmedUntil: Array.from({ length: registration.buckets ?? 1 }, () => 0)
       }
       confirm(lease, sentAt + registration.leaseMs, registration.unrenewed)
       return lease
     }).pipe(
-      Effect.tapError((error) => Effect.logWarning("register failed, retrying").pipe(Effect.annotateLogs({ cause: error.message }))),
+      Effect.tapError((error) => logCallError("register", error, ", retrying")),
       Effect.retry(REGISTRY_RETRY),
       Effect.orDie
     )
@@ -150,7 +151,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         if (answer.windDown.length > 0) yield* hooks.windDown(answer.windDown)
         return true
       }).pipe(
-        Effect.tapError((error) => Effect.logWarning("heartbeat failed, retrying").pipe(Effect.annotateLogs({ cause: error.message }))),
+        Effect.tapError((error) => logCallError("heartbeat", error, ", retrying")),
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie,
         // Raised after the retry, which must retry failed calls only, never a 410.
@@ -191,6 +192,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       healthy,
       healthyFor,
       incarnation: () => held?.incarnation,
+      callerKey: () => held?.callerKey,
       registered: Deferred.await(firstRegistration),
       deregister: Effect.gen(function* () {
         yield* Fiber.interruptAll(fibers)
@@ -199,7 +201,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         if (lease === undefined) return
         yield* registryCall("deregister", () => client.deregister(lease.incarnation)).pipe(
           Effect.andThen(Effect.logInfo("worker deregistered")),
-          Effect.catch((error) => Effect.logWarning("deregister failed").pipe(Effect.annotateLogs({ cause: error.message }))),
+          Effect.catch((error) => logCallError("deregister", error)),
           Effect.annotateLogs({ incarnation: lease.incarnation })
         )
       })
