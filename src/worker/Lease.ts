@@ -1,8 +1,9 @@
 // The worker's lease (docs/registry-api.md, docs/worker.md): register, heartbeat every `heartbeatMs`, retry on a
 // schedule when Pinboard does not answer, and know whether the lease is healthy: the last
 // confirmed lease end, minus a safety margin, is still ahead. The lease end is counted on
-// the worker's own clock from when the confirming call was sent (Pinboard set it later), so
-// clock skew between the two machines cannot stretch it. When the lease turns unhealthy, or
+// the worker's own monotonic clock from when the confirming call was sent (Pinboard set it
+// later), so neither clock skew between the two machines nor a step of the worker's wall
+// clock can stretch it. When the lease turns unhealthy, or
 // Pinboard answers 410, every activation is dropped before Pinboard could place its id
 // elsewhere; after a 410 the worker registers again. Runs on Clock: TestClock drives it.
 //
@@ -13,6 +14,7 @@
 // A call Pinboard refuses (401, 403: the credential does not cover it) is retried on the same
 // schedule as one that got no answer, its refusal logged as an error with Pinboard's text.
 import { Clock, Data, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
+import { monotonicMillis } from "../serving/Monotonic.js"
 import { bucketOf } from "../contract/Bucket.js"
 import type { CallerSigningKey } from "./Call.js"
 import { logCallError, REGISTRY_RETRY, registryCall } from "./RegistryCall.js"
@@ -93,11 +95,11 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
 
     const bucketHealthy = (lease: Held, bucket: number, now: number) => now < lease.confirmedUntil[bucket]! - lease.marginMs
     const healthy = () => {
-      const now = clock.currentTimeMillisUnsafe()
+      const now = monotonicMillis(clock)
       return held !== undefined && held.confirmedUntil.every((_, b) => bucketHealthy(held!, b, now))
     }
     const healthyFor = (placement: PlacementRef) =>
-      held !== undefined && bucketHealthy(held, bucketIn(held, placement), clock.currentTimeMillisUnsafe())
+      held !== undefined && bucketHealthy(held, bucketIn(held, placement), monotonicMillis(clock))
 
     /** Drops the activations of buckets that turned unhealthy since the last look. */
     const dropUnhealthy = (lease: Held, now: number) =>
@@ -115,7 +117,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
 
     // Retried as a whole: the lease counts from the call that got through, not from the first try.
     const register: Effect.Effect<Held> = Effect.gen(function* () {
-      const sentAt = yield* Clock.currentTimeMillis
+      const sentAt = monotonicMillis(clock)
       const registration = yield* registryCall("register", () => client.register(hooks.status()))
       const lease: Held = {
         incarnation: registration.incarnation,
@@ -143,7 +145,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
      */
     const beat = (lease: Held): Effect.Effect<void, HeartbeatLeaseLost> =>
       Effect.gen(function* () {
-        const sentAt = yield* Clock.currentTimeMillis
+        const sentAt = monotonicMillis(clock)
         const answer = yield* registryCall("heartbeat", () => client.heartbeat(lease.incarnation, hooks.status()))
         if (answer._tag === "LeaseLost") return false
         confirm(lease, sentAt + lease.leaseMs, answer.unrenewed)
@@ -179,7 +181,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     // Wakes when a bucket's confirmed lease, less the margin, runs out; drops its activations unless renewed.
     const watch: Effect.Effect<never> = Effect.forever(
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
+        const now = monotonicMillis(clock)
         const lease = held
         if (lease !== undefined) yield* dropUnhealthy(lease, now)
         const ends = lease === undefined ? [] : lease.confirmedUntil.map((until) => until - lease.marginMs).filter((end) => end > now)
