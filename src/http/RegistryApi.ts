@@ -5,21 +5,14 @@ import type { IncomingMessage } from "node:http"
 import { Effect, type Schema } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
-import {
-  CredentialDoesNotCoverNamespace,
-  CredentialDoesNotCoverWorker,
-  MethodNotAllowed,
-  OperatorCredentialRequired,
-  PlacementHeldByAnotherWorker,
-  RouteNotFound
-} from "../Errors.js"
+import { MethodNotAllowed, PlacementHeldByAnotherWorker, RouteNotFound } from "../Errors.js"
 import { Auth } from "../auth/Auth.js"
-import { Credentials, type RegistryCaller } from "../auth/Credentials.js"
-import { coversPlacement, coversRegistration } from "../auth/WorkerGrant.js"
-import { type CasOutcome, type NamespaceRegistration, type OwnerGrant, ownerGrantCovers, type PlacementKey, type PlacementView, type WorkerView } from "../registry/Domain.js"
+import { Credentials } from "../auth/Credentials.js"
+import type { CasOutcome, NamespaceRegistration, PlacementKey, PlacementView, WorkerView } from "../registry/Domain.js"
 import { Registry, type RegistryService } from "../registry/Registry.js"
 import { readJson, REGISTRY_BODY_LIMIT } from "./Body.js"
 import { isReadMethod } from "./Reply.js"
+import { mayActAs, mayDeregister, mayRegister, operatorOnly, ownersFor } from "./RegistryRoles.js"
 import {
   Cursor,
   decodeBody,
@@ -53,30 +46,6 @@ const casAnswer = (field: "released" | "tagged") => (outcome: CasOutcome): Effec
       return new PlacementHeldByAnotherWorker()
   }
 }
-
-// What a worker credential may do; an operator may do anything.
-
-const operatorOnly = (caller: RegistryCaller) => (caller._tag === "Operator" ? Effect.void : new OperatorCredentialRequired())
-
-const mayActAs = (caller: RegistryCaller, worker: string) =>
-  caller._tag === "Operator" || ownerGrantCovers(caller.grant.owners, worker) ? Effect.void : new CredentialDoesNotCoverWorker()
-
-const mayRegister = (caller: RegistryCaller, registrations: ReadonlyArray<NamespaceRegistration>) =>
-  caller._tag === "Operator" || registrations.every((registration) => coversRegistration(caller.grant, registration))
-    ? Effect.void
-    : new CredentialDoesNotCoverNamespace()
-
-/** Another worker's deregistration is an operator's call. */
-const mayDeregister = (caller: RegistryCaller, worker: string) =>
-  caller._tag === "Operator" || ownerGrantCovers(caller.grant.owners, worker) ? Effect.void : new OperatorCredentialRequired()
-
-/** A worker credential's release or tag: in its namespaces, and of a row its worker ids hold (the script checks that). */
-const ownersFor = (caller: RegistryCaller, key: PlacementKey): Effect.Effect<OwnerGrant | undefined, CredentialDoesNotCoverNamespace> =>
-  caller._tag === "Operator"
-    ? Effect.succeed(undefined)
-    : coversPlacement(caller.grant, key)
-      ? Effect.succeed(caller.grant.owners)
-      : new CredentialDoesNotCoverNamespace()
 
 const body = <A>(req: IncomingMessage, schema: Schema.Decoder<A>) =>
   Effect.flatMap(readJson(req, REGISTRY_BODY_LIMIT), (input) => Effect.fromResult(decodeBody(schema, input)))
