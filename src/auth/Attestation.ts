@@ -80,12 +80,12 @@ export const makeAttestationSigner = (key: AttestationSigningKey): AttestationSi
       kept.clear()
     }
     const plain = claims.principal === undefined && claims.caller === undefined && claims.hostname === undefined
-    const payload = plain ? undefined : payloadOf(claims, second)
+    const payload = plain ? undefined : encodedPayload(claims, second)
     const keptAs = payload ?? `${claims.worker}\n${claims.namespace}\n${claims.id}\n${claims.epoch}\n${claims.depth}`
     let token = kept.get(keptAs)
     // Stryker disable next-line ConditionalExpression: equivalent, a cache
     if (token === undefined) {
-      token = signed(jws, payload ?? payloadOf(claims, second))
+      token = signed(jws, payload ?? encodedPayload(claims, second))
       // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a cache
       if (kept.size < MAX_KEPT_TOKENS) kept.set(keptAs, token)
     }
@@ -94,7 +94,7 @@ export const makeAttestationSigner = (key: AttestationSigningKey): AttestationSi
 }
 
 /** The payload, encoded (base64url of its JSON). */
-const payloadOf = (claims: AttestationClaims, iat: number): string => {
+const encodedPayload = (claims: AttestationClaims, iat: number): string => {
   const payload: { -readonly [Claim in keyof AttestationPayload]: AttestationPayload[Claim] } = {
     iss: PINBOARD_ISSUER,
     aud: claims.worker,

@@ -68,7 +68,7 @@ export const ENV_VARS: ReadonlyArray<EnvVar> = [
     kind: "number",
     summary: "after SIGTERM, requests are still served this long with /readyz 503, then the drain"
   },
-  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token: every role, or with PINBOARD_CREDENTIALS_FILE an operator credential" },
+  { name: "PINBOARD_TOKEN", path: ["token"], kind: "string", summary: "the deployment token, every role; with PINBOARD_CREDENTIALS_FILE optional, an operator credential" },
   {
     name: "PINBOARD_CREDENTIALS_FILE",
     path: ["credentials"],

@@ -1,7 +1,9 @@
 // Calls from an instance (docs/config.md): a request to another instance through Pinboard, carrying
 // a `Pinboard-Caller` token that names the calling instance, its epoch (and env, in
 // hostname-aware mode) and the depth of the request it is serving. Pinboard verifies it,
-// checks the caller is still placed there, and forwards one level deeper.
+// checks the caller is still placed there, and forwards one level deeper. It is signed with the
+// incarnation's `callerKey`, its JWS header naming the incarnation (`kid`), when the register
+// answer carried one; else with the key derived from the deployment token.
 //
 // In hostname-aware mode the `Host` header names the callee's hostname (docs/proxy.md "Hostname-aware mode"). `fetch`
 // drops a `Host` given in its headers, so the call goes through a dispatcher that sets it
@@ -30,17 +32,23 @@ export interface Caller {
   readonly traceparent?: string | undefined
 }
 
-export const mintCallerToken = (caller: Caller, key: Uint8Array, nowMs: number): Promise<string> => {
+/** What signs caller tokens now: the incarnation's callerKey with its `kid`, or the token-derived key without. */
+export interface CallerSigningKey {
+  readonly secret: Uint8Array
+  readonly kid: string | undefined
+}
+
+export const mintCallerToken = (caller: Caller, key: CallerSigningKey, nowMs: number): Promise<string> => {
   const iat = Math.floor(nowMs / 1000)
   const claims: Pick<CallerPayload, "epoch" | "depth" | "env"> = { epoch: caller.epoch, depth: caller.depth, ...(caller.env === "" ? {} : { env: caller.env }) }
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT", ...(key.kid === undefined ? {} : { kid: key.kid }) })
     .setIssuer(caller.worker)
     .setAudience(PINBOARD_ISSUER)
     .setSubject(`${caller.namespace}/${caller.id}`)
     .setIssuedAt(iat)
     .setExpirationTime(iat + CALLER_TOKEN_TTL_S)
-    .sign(key)
+    .sign(key.secret)
 }
 
 /** What Node's fetch takes as `dispatcher`: its bundled undici's type, the same protocol as the package's. */
@@ -81,14 +89,15 @@ export interface Calls {
   readonly close: () => Promise<void>
 }
 
-export const makeCalls = (pinboard: string, key: Uint8Array, now: () => number): Calls => {
+/** `signingKey` gives the key of the moment; it throws when the worker has none (never registered, and no deployment token). */
+export const makeCalls = (pinboard: string, signingKey: () => CallerSigningKey, now: () => number): Calls => {
   const base = pinboard.replace(/\/+$/, "")
   const { dispatcherFor, close } = hostDispatchers()
   const callAs = (caller: Caller): CallInstance =>
     async (namespace, id, path, init: CallInit = {}) => {
       const { hostname = caller.hostname, ...request } = init
       const headers = new Headers(request.headers)
-      headers.set(CALLER_HEADER, await mintCallerToken(caller, key, now()))
+      headers.set(CALLER_HEADER, await mintCallerToken(caller, signingKey(), now()))
       if (caller.traceparent !== undefined && !headers.has(TRACEPARENT_HEADER)) headers.set(TRACEPARENT_HEADER, caller.traceparent)
       const rest = path === "" || path.startsWith("/") || path.startsWith("?") ? path : `/${path}`
       const url = `${base}${namespace}/${encodeURIComponent(id)}${rest}`

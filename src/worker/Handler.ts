@@ -1,5 +1,6 @@
 // The worker's node:http side (docs/worker.md): every request and upgrade must carry a valid
-// `Pinboard-Attestation` for this worker (else 401); a new activation while the lease is
+// `Pinboard-Attestation` for this worker (else 401; 503 with the in-band refusal while the worker
+// has not yet learnt Pinboard's keys, before its first registration); a new activation while the lease is
 // unhealthy is refused with the in-band refusal (docs/proxy.md "Retries") (503, `Pinned-Refusal:
 // lease-unhealthy`) so Pinboard places the id elsewhere; the rest of the path goes to the
 // definition's routes (Routes.ts: 405 with `Allow`, HEAD from GET). Calls the instance makes
@@ -11,7 +12,7 @@ import { ATTESTATION_HEADER, LEASE_UNHEALTHY, REFUSAL_HEADER } from "../contract
 import { statusLine } from "../contract/StatusLine.js"
 import { parseTraceParent, TRACEPARENT_HEADER } from "../contract/TraceParent.js"
 import type { Activation, Activations } from "./Activations.js"
-import { verifyAttestation, type Attested } from "./Attestation.js"
+import { KEYS_UNKNOWN, type Attested, type AttestationVerifier } from "./Attestation.js"
 import type { Caller } from "./Call.js"
 import type { CallInstance, InstanceDefinition, InstanceRequest } from "./Definition.js"
 import { placementOf, type PlacementRef } from "./RegistryClient.js"
@@ -19,7 +20,7 @@ import { keepGetLength, matchRoute } from "./Routes.js"
 
 export interface HandlerDeps {
   readonly worker: string
-  readonly key: Uint8Array
+  readonly verifyAttestation: AttestationVerifier
   /** The advertiseUrl's path, which Pinboard puts before `/{namespace}/{id}`. */
   readonly prefix: string
   readonly now: () => number
@@ -61,8 +62,9 @@ const receivedTraceParent = (req: IncomingMessage): string | undefined => {
 }
 
 const admitAttested = async (deps: HandlerDeps, req: IncomingMessage, traceparent: string | undefined): Promise<WorkerAdmission> => {
-  const attested = await verifyAttestation(req.headers[ATTESTATION_HEADER], deps.key, deps.worker, deps.now())
+  const attested = await deps.verifyAttestation(req.headers[ATTESTATION_HEADER], deps.now())
   if (attested === undefined) return { _tag: "Refused", status: 401, error: "missing or invalid Pinboard-Attestation" }
+  if (attested === KEYS_UNKNOWN) return { _tag: "Refused", status: 503, error: "attestation keys not known yet", headers: REFUSAL }
   const definition = deps.definitions.get(attested.namespace)
   const rest = restOf(req.url ?? "/", deps.prefix, attested)
   if (definition === undefined || rest === undefined) return { _tag: "Refused", status: 404, error: "not found" }

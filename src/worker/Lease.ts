@@ -1,17 +1,24 @@
 // The worker's lease (docs/registry-api.md, docs/worker.md): register, heartbeat every `heartbeatMs`, retry on a
 // schedule when Pinboard does not answer, and know whether the lease is healthy: the last
 // confirmed lease end, minus a safety margin, is still ahead. The lease end is counted on
-// the worker's own clock from when the confirming call was sent (Pinboard set it later), so
-// clock skew between the two machines cannot stretch it. When the lease turns unhealthy, or
+// the worker's own monotonic clock from when the confirming call was sent (Pinboard set it
+// later), so neither clock skew between the two machines nor a step of the worker's wall
+// clock can stretch it. When the lease turns unhealthy, or
 // Pinboard answers 410, every activation is dropped before Pinboard could place its id
 // elsewhere; after a 410 the worker registers again. Runs on Clock: TestClock drives it.
 //
 // On a Redis Cluster a call can renew the lease in some buckets and not others (a shard is
 // down: the answer lists it in `unrenewed`). So the lease end is kept per bucket, and only
 // the activations whose bucket went unconfirmed are dropped; the rest keep serving.
+//
+// A call Pinboard refuses (401, 403: the credential does not cover it) is retried on the same
+// schedule as one that got no answer, its refusal logged as an error with Pinboard's text.
 import { Clock, Data, Deferred, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
+import { monotonicMillis } from "../serving/Monotonic.js"
 import { bucketOf } from "../contract/Bucket.js"
-import { RegistryCallFailed, type PlacementRef, type RegistryClient, type WindDownEntry, type WorkerStatus } from "./RegistryClient.js"
+import type { CallerSigningKey } from "./Call.js"
+import { logCallError, REGISTRY_RETRY, registryCall } from "./RegistryCall.js"
+import type { PlacementRef, RegistryClient, WindDownEntry, WorkerStatus } from "./RegistryClient.js"
 
 export type DropReason = "lease-unhealthy" | "lease-lost"
 
@@ -38,14 +45,13 @@ export interface Lease {
   /** True while a new activation of this placement may be taken: the lease holds in its bucket. */
   readonly healthyFor: (placement: PlacementRef) => boolean
   readonly incarnation: () => string | undefined
+  /** The incarnation's key for caller tokens (`kid` the incarnation), when its register answer carried one. */
+  readonly callerKey: () => CallerSigningKey | undefined
   /** Completes once the first registration is through. */
   readonly registered: Effect.Effect<void>
   /** Stops heartbeating and deregisters (every placement of this incarnation ends). */
   readonly deregister: Effect.Effect<void>
 }
-
-/** Register and heartbeat retries: quick at first, then every 2 s at most. */
-export const REGISTRY_RETRY = Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(2))])
 
 /**
  * Heartbeats at a fixed rate, the first one interval after the registration: a slow answer
@@ -64,6 +70,7 @@ interface Held {
   readonly leaseMs: number
   readonly heartbeatMs: number
   readonly marginMs: number
+  readonly callerKey: CallerSigningKey | undefined
   /** Local clock, per bucket (one entry when Pinboard names no buckets): confirmed until then. */
   readonly confirmedUntil: Array<number>
 }
@@ -74,14 +81,6 @@ const confirm = (held: Held, until: number, unrenewed: ReadonlyArray<number>): v
     if (!unrenewed.includes(b)) held.confirmedUntil[b] = Math.max(held.confirmedUntil[b]!, until)
   }
 }
-
-/** One registry call; whatever a client (the author's own, maybe) throws becomes a RegistryCallFailed. */
-const registryCall = <A>(what: string, call: () => Promise<A>): Effect.Effect<A, RegistryCallFailed> =>
-  Effect.tryPromise({
-    try: call,
-    catch: (error) =>
-      error instanceof RegistryCallFailed ? error : new RegistryCallFailed({ message: `${what}: ${error instanceof Error ? error.message : String(error)}` })
-  })
 
 const bucketIn = (held: Held, { env, namespace, id }: PlacementRef): number =>
   held.confirmedUntil.length === 1 ? 0 : bucketOf(env, namespace, id, held.confirmedUntil.length)
@@ -96,11 +95,11 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
 
     const bucketHealthy = (lease: Held, bucket: number, now: number) => now < lease.confirmedUntil[bucket]! - lease.marginMs
     const healthy = () => {
-      const now = clock.currentTimeMillisUnsafe()
+      const now = monotonicMillis(clock)
       return held !== undefined && held.confirmedUntil.every((_, b) => bucketHealthy(held!, b, now))
     }
     const healthyFor = (placement: PlacementRef) =>
-      held !== undefined && bucketHealthy(held, bucketIn(held, placement), clock.currentTimeMillisUnsafe())
+      held !== undefined && bucketHealthy(held, bucketIn(held, placement), monotonicMillis(clock))
 
     /** Drops the activations of buckets that turned unhealthy since the last look. */
     const dropUnhealthy = (lease: Held, now: number) =>
@@ -118,19 +117,23 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
 
     // Retried as a whole: the lease counts from the call that got through, not from the first try.
     const register: Effect.Effect<Held> = Effect.gen(function* () {
-      const sentAt = yield* Clock.currentTimeMillis
+      const sentAt = monotonicMillis(clock)
       const registration = yield* registryCall("register", () => client.register(hooks.status()))
       const lease: Held = {
         incarnation: registration.incarnation,
         leaseMs: registration.leaseMs,
         heartbeatMs: registration.heartbeatMs,
         marginMs: options.safetyMarginMs ?? Math.floor(registration.leaseMs / 5),
+        callerKey:
+          registration.callerKey === undefined
+            ? undefined
+            : { secret: new Uint8Array(Buffer.from(registration.callerKey, "base64url")), kid: registration.incarnation },
         confirmedUntil: Array.from({ length: registration.buckets ?? 1 }, () => 0)
       }
       confirm(lease, sentAt + registration.leaseMs, registration.unrenewed)
       return lease
     }).pipe(
-      Effect.tapError((error) => Effect.logWarning("register failed, retrying").pipe(Effect.annotateLogs({ cause: error.message }))),
+      Effect.tapError((error) => logCallError("register", error, ", retrying")),
       Effect.retry(REGISTRY_RETRY),
       Effect.orDie
     )
@@ -142,7 +145,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
      */
     const beat = (lease: Held): Effect.Effect<void, HeartbeatLeaseLost> =>
       Effect.gen(function* () {
-        const sentAt = yield* Clock.currentTimeMillis
+        const sentAt = monotonicMillis(clock)
         const answer = yield* registryCall("heartbeat", () => client.heartbeat(lease.incarnation, hooks.status()))
         if (answer._tag === "LeaseLost") return false
         confirm(lease, sentAt + lease.leaseMs, answer.unrenewed)
@@ -150,7 +153,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         if (answer.windDown.length > 0) yield* hooks.windDown(answer.windDown)
         return true
       }).pipe(
-        Effect.tapError((error) => Effect.logWarning("heartbeat failed, retrying").pipe(Effect.annotateLogs({ cause: error.message }))),
+        Effect.tapError((error) => logCallError("heartbeat", error, ", retrying")),
         Effect.retry(REGISTRY_RETRY),
         Effect.orDie,
         // Raised after the retry, which must retry failed calls only, never a 410.
@@ -178,7 +181,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
     // Wakes when a bucket's confirmed lease, less the margin, runs out; drops its activations unless renewed.
     const watch: Effect.Effect<never> = Effect.forever(
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
+        const now = monotonicMillis(clock)
         const lease = held
         if (lease !== undefined) yield* dropUnhealthy(lease, now)
         const ends = lease === undefined ? [] : lease.confirmedUntil.map((until) => until - lease.marginMs).filter((end) => end > now)
@@ -191,6 +194,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
       healthy,
       healthyFor,
       incarnation: () => held?.incarnation,
+      callerKey: () => held?.callerKey,
       registered: Deferred.await(firstRegistration),
       deregister: Effect.gen(function* () {
         yield* Fiber.interruptAll(fibers)
@@ -199,7 +203,7 @@ export const keepLease = (client: RegistryClient, hooks: LeaseHooks, options: Le
         if (lease === undefined) return
         yield* registryCall("deregister", () => client.deregister(lease.incarnation)).pipe(
           Effect.andThen(Effect.logInfo("worker deregistered")),
-          Effect.catch((error) => Effect.logWarning("deregister failed").pipe(Effect.annotateLogs({ cause: error.message }))),
+          Effect.catch((error) => logCallError("deregister", error)),
           Effect.annotateLogs({ incarnation: lease.incarnation })
         )
       })

@@ -10,7 +10,10 @@ import { makeInFlight } from "../serving/Drain.js"
 import { listen } from "../serving/Listen.js"
 import { writeToStdout } from "../serving/LogLine.js"
 import { Activations } from "./Activations.js"
-import { makeCalls } from "./Call.js"
+import { makeAttestationVerifier } from "./Attestation.js"
+import { keepAttestationKeys } from "./AttestationKeySet.js"
+import { makeCalls, type CallerSigningKey } from "./Call.js"
+import { presentedCredential, WorkerCredentialError, type CredentialOptions } from "./Credential.js"
 import type { InstanceDefinition } from "./Definition.js"
 import { handleRequest, handleUpgrade } from "./Handler.js"
 import { makeDefaultHeadroom } from "./Headroom.js"
@@ -20,13 +23,16 @@ import { httpRegistryClient, type HostnameEnv, type RegistryClient, type WorkerS
 import { windDown } from "./WindDown.js"
 import { failureLog, withWorkerLog, type WorkerLog } from "./WorkerLog.js"
 
-export interface WorkerOptions {
+/**
+ * The credential (docs/worker.md "Credentials") is exactly one of `token` (the deployment token),
+ * `credential` (a worker key or a JWT, or a function giving the current one) and `credentialFile`
+ * (read again on every registry call).
+ */
+export interface WorkerOptions extends CredentialOptions {
   /** Pinboard's base URL, e.g. `http://pinboard:8080`: `call()` goes there, and registry calls unless `registryUrl` is set. */
   readonly pinboard: string
   /** The registry API's base URL where Pinboard serves it on its own listener (`PINBOARD_REGISTRY_PORT`); default `pinboard`. */
   readonly registryUrl?: string
-  /** The deployment token (registry calls, and the attestation key derived from it). */
-  readonly token: string
   /** This worker's id: `[A-Za-z0-9._~-]{1,128}`, unique in the fleet. */
   readonly worker: string
   /** Instance definitions by namespace (`"/threads"`). */
@@ -98,7 +104,8 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const clock = yield* Clock.Clock
     const now = () => clock.currentTimeMillisUnsafe()
     const log = failureLog(options.log ?? writeToStdout, options.worker, now)
-    const key = attestationKey(options.token)
+    const { token } = yield* Effect.try({ try: () => presentedCredential(options), catch: (error) => error as WorkerCredentialError })
+    const tokenKey = token === undefined ? undefined : attestationKey(token)
     const definitions = new Map(Object.entries(options.instances) as Array<[string, InstanceDefinition<unknown>]>)
     const host = options.host ?? "127.0.0.1"
 
@@ -120,13 +127,23 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
       httpRegistryClient({
         pinboard: options.registryUrl ?? options.pinboard,
         token: options.token,
+        credential: options.credential,
+        credentialFile: options.credentialFile,
         worker: options.worker,
         advertiseUrl,
         namespaces: [...definitions.keys()],
         ...(options.hostnames === undefined ? {} : { hostnames: options.hostnames }),
         ...(options.registrationEpoch === undefined ? {} : { registrationEpoch: options.registrationEpoch })
       })
-    const calls = makeCalls(options.pinboard, key, now)
+    const keySet = yield* keepAttestationKeys(registry.keys ?? (() => Promise.resolve([])), token !== undefined, now, log)
+    const verifyAttestation = makeAttestationVerifier(keySet, tokenKey, options.worker)
+    // The lease is made below, and a call is only made once an activation is: by then it is there.
+    const callerKey = (): CallerSigningKey => {
+      const key = lease.callerKey() ?? (tokenKey === undefined ? undefined : { secret: tokenKey, kid: undefined })
+      if (key === undefined) throw new Error("no key to sign Pinboard-Caller with: the worker holds no registration")
+      return key
+    }
+    const calls = makeCalls(options.pinboard, callerKey, now)
     yield* Effect.addFinalizer(() => Effect.promise(() => calls.close()))
     const { callAs } = calls
 
@@ -137,7 +154,8 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     const status = (): WorkerStatus => ({ headroom: Math.max(0, headroom()), draining })
 
     const lease = yield* keepLease(
-      registry,
+      // The first registration waits for the key set: Pinboard forwards once it is through.
+      { ...registry, register: (status) => keySet.known().then(() => registry.register(status)) },
       {
         drop: (reason, which) => Effect.promise(() => (which === undefined ? activations.dropAll(reason) : activations.dropWhere(which, reason))),
         // Beside the heartbeats, not in their way; a stop ends the wind-downs still running.
@@ -149,7 +167,7 @@ const runWorker = (options: WorkerOptions): Effect.Effect<RunningWorker, Error, 
     yield* Effect.forkScoped(Effect.repeat(Effect.promise(() => activations.sweepIdle()), IDLE_SWEEP))
 
     const webSockets = new WebSocketServer({ noServer: true })
-    const deps = { worker: options.worker, key, prefix, now, definitions, activations, leaseHealthy: lease.healthyFor, callAs, webSockets, log }
+    const deps = { worker: options.worker, verifyAttestation, prefix, now, definitions, activations, leaseHealthy: lease.healthyFor, callAs, webSockets, log }
     const inFlight = makeInFlight()
     server.on("request", (req, res) => {
       inFlight.track(res)

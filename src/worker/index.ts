@@ -3,6 +3,7 @@
 export { makeWorker, type RunningWorker, type WorkerOptions } from "./Worker.js"
 export type { LogLine, WorkerLog } from "./WorkerLog.js"
 export { startWorker, type PinboardWorker } from "./StartWorker.js"
+export { WorkerCredentialError, type WorkerCredentialSource } from "./Credential.js"
 export type { TracesOptions } from "./Tracing.js"
 export {
   defineInstance,
@@ -17,4 +18,11 @@ export {
 } from "./Definition.js"
 export { compareEpochs, isEpoch } from "../contract/Epochs.js"
 export { FencedStore, StaleEpochError, type FencedStoreClient, type FencedStoreOptions } from "./FencedStore.js"
-export { httpRegistryClient, type HostnameEnv, type PlacementRef, type RegistryClient, type WindDownEntry } from "./RegistryClient.js"
+export {
+  httpRegistryClient,
+  type HostnameEnv,
+  type PlacementRef,
+  type PublishedKey,
+  type RegistryClient,
+  type WindDownEntry
+} from "./RegistryClient.js"

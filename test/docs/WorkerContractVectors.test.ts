@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose"
+import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, importJWK, jwtVerify, type JWK } from "jose"
 import { makeAttestationSigner, type AttestationClaims } from "../../src/auth/Attestation.js"
 import { loadAttestationKeys } from "../../src/config/AttestationKeys.js"
 import { verifyCallerToken } from "../../src/auth/CallerToken.js"
@@ -139,6 +139,12 @@ describe("docs/registry-api.md test vectors", () => {
         jwtVerify(token, await importJWK(jwk, "EdDSA"), { algorithms: ["EdDSA"], issuer: "pinboard", audience: payload.aud, currentDate: new Date(signedAtMs(payload)) })
       ).resolves.toBeDefined()
     })
+
+    it("the EdDSA attestation is accepted by the worker library with the published set", async () => {
+      const payload: AttestationPayload = JSON.parse(vector("eddsa-claims"))
+      const attested = await verifyAttestation(vector("eddsa-attestation"), createLocalJWKSet({ keys: [jwk] }), payload.aud, signedAtMs(payload))
+      expect(attested).toMatchObject({ namespace: payload.ns, id: payload.id, epoch: payload.epoch, depth: payload.depth })
+    })
   })
 
   describe("the caller tokens", () => {
@@ -149,7 +155,7 @@ describe("docs/registry-api.md test vectors", () => {
     it("deployment-token mode: the worker library mints it, Pinboard accepts it", async () => {
       const token = vector("caller-token-derived")
       const caller = { worker: payload.iss, env: "", namespace: expected.namespace, id: expected.id, epoch: payload.epoch, depth: payload.depth, hostname: undefined }
-      expect(await mintCallerToken(caller, SECRET, mintedAtMs)).toBe(token)
+      expect(await mintCallerToken(caller, { secret: SECRET, kid: undefined }, mintedAtMs)).toBe(token)
       expect(payloadText(token)).toBe(compact("caller-claims"))
       expect(await verifyCallerToken(token, SECRET, mintedAtMs)).toEqual(expected)
     })
@@ -160,6 +166,8 @@ describe("docs/registry-api.md test vectors", () => {
       expect(callerKey.length).toBe(32)
       expect(callerKey.toString("base64url")).toBe(vector("caller-key"))
       expect(decodeProtectedHeader(token)).toEqual({ alg: "HS256", typ: "JWT", kid: vector("caller-incarnation") })
+      const caller = { worker: payload.iss, env: "", namespace: expected.namespace, id: expected.id, epoch: payload.epoch, depth: payload.depth, hostname: undefined }
+      expect(await mintCallerToken(caller, { secret: callerKey, kid: vector("caller-incarnation") }, mintedAtMs)).toBe(token)
       expect(payloadText(token)).toBe(compact("caller-claims"))
       const { payload: verified } = await jwtVerify(token, callerKey, { algorithms: ["HS256"], audience: "pinboard", currentDate: new Date(mintedAtMs) })
       expect(verified).toEqual(payload)

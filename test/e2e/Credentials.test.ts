@@ -10,6 +10,8 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose"
 import { Fleet, TOKEN, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import { attestationKey } from "../../src/contract/AttestationKey.js"
+import { runInspect } from "../support/InspectRun.js"
 import { request } from "../support/Wire.js"
 import { scaled } from "../support/Time.js"
 
@@ -33,6 +35,8 @@ describe("credentials by role (Redis registry)", () => {
   let advertiseUrl: string
   let jwtKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]
   let billing: Answer
+  /** What Pinboard was started with, for `pinboard inspect` to read the same configuration. */
+  let pinboardEnv: Record<string, string>
   const beats = new Map<string, ReturnType<typeof setInterval>>()
   /** The register answers of the workers `register` keeps, by worker id. */
   const registered = new Map<string, Answer>()
@@ -90,15 +94,17 @@ describe("credentials by role (Redis registry)", () => {
           ]
         })
       )
-      pinboard = await fleet.pinboard({
-        redis: await fleet.redis(),
-        config: {
+      const configFile = join(fleet.dir, "pinboard.json")
+      writeFileSync(
+        configFile,
+        JSON.stringify({
           providers: {
             cluster: { type: "jwt", jwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`, issuer: ISSUER, audience: AUDIENCE }
           }
-        },
-        env: { PINBOARD_CREDENTIALS_FILE: credentialsFile, PINBOARD_ATTESTATION_KEYS: attestationPem }
-      })
+        })
+      )
+      pinboardEnv = { PINBOARD_CONFIG: configFile, PINBOARD_CREDENTIALS_FILE: credentialsFile, PINBOARD_ATTESTATION_KEYS: attestationPem }
+      pinboard = await fleet.pinboard({ redis: await fleet.redis(), env: pinboardEnv })
       billing = await register(BILLING_KEY, "billing-1", ["/billing", "/threads"])
       expect(billing.status).toBe(200)
       await waitForColdStart(pinboard, "/threads")
@@ -209,6 +215,25 @@ describe("credentials by role (Redis registry)", () => {
     }
   })
 
+  it("pinboard inspect takes an operator key from --key-file; a worker key is refused", async () => {
+    const keyFile = (key: string) => {
+      const path = join(fleet.dir, `${uid("key")}.key`)
+      writeFileSync(path, `${key}\n`)
+      return path
+    }
+    const args = ["workers", "--pinboard", pinboard.registryUrl]
+    const operator = await runInspect([...args, "--key-file", keyFile(OPERATOR_KEY)], pinboardEnv)
+    expect([operator.code, operator.stderr]).toEqual([0, ""])
+    expect(operator.stdout).toContain("billing-1")
+    const worker = await runInspect([...args, "--key-file", keyFile(CHAT_KEY)], pinboardEnv)
+    expect(worker.code).toBe(1)
+    expect(worker.stderr).toContain('answered 403: {"error":"operator credential required"}')
+    const none = await runInspect(args, pinboardEnv)
+    expect(none.code).toBe(2)
+    expect(none.stderr).toContain("the configuration has no deployment token: give an operator key with --key-file FILE")
+    expect((await runInspect(args, { ...pinboardEnv, PINBOARD_TOKEN: TOKEN })).code).toBe(0)
+  })
+
   it("a JWT worker credential from the provider's JWKS registers only as its subject", async () => {
     const token = await workloadToken("docs-3")
     expect((await call(token, "POST", "/registry/workers", { worker: "docs-3", advertiseUrl, namespaces: ["/docs"], headroom: 1 })).status).toBe(200)
@@ -245,6 +270,72 @@ describe("credentials by role (Redis registry)", () => {
     const invalid = { status: 403, text: JSON.stringify({ error: "invalid attestation" }) }
     expect(await withCaller(await mint(other, owner.json.incarnation))).toEqual(invalid)
     expect(await withCaller(await mint(other, other.json.incarnation))).toEqual(invalid)
+    // The deployment token's derived key signs nothing here: no kid, and no incarnation holds it.
+    const derived = new SignJWT({ iss: row.worker, aud: "pinboard", sub: `/threads/${instance}`, epoch: row.epoch, depth: 0 })
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt()
+      .setExpirationTime("30s")
+    expect(await withCaller(await derived.sign(attestationKey(TOKEN)))).toEqual(invalid)
     expect(await withCaller(await mint(owner, owner.json.incarnation))).toEqual({ status: 200, text: "served" })
+  })
+})
+
+describe("credentials by role in hostname-aware mode (embedded registry)", () => {
+  const fleet = new Fleet()
+  let pinboard: Pinboard
+  const SITE_KEY = `site-${randomBytes(16).toString("hex")}`
+  const ANY_HOST_KEY = `any-${randomBytes(16).toString("hex")}`
+
+  beforeAll(async () => {
+    try {
+      const attestationPem = join(fleet.dir, "attestation.pem")
+      writeFileSync(attestationPem, generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))
+      pinboard = await fleet.pinboard({
+        config: {
+          credentials: {
+            workers: [
+              { name: "site", sha256: sha256(SITE_KEY), workers: ["site-*"], namespaces: [{ namespace: "/docs", hostname: "A.example", env: "prod" }] },
+              { name: "any", sha256: sha256(ANY_HOST_KEY), workers: ["any-*"], namespaces: [{ namespace: "/docs", hostname: "*", env: "prod" }] }
+            ]
+          }
+        },
+        env: { PINBOARD_HOSTNAME_AWARE: "1", PINBOARD_ATTESTATION_KEYS: attestationPem }
+      })
+    } catch (error) {
+      await fleet.stop()
+      throw error
+    }
+  }, scaled(60_000))
+  afterAll(() => fleet.stop())
+
+  const registerAs = async (key: string, worker: string, hostname: string, env: string) => {
+    const res = await fetch(`${pinboard.registryUrl}/registry/workers`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: JSON.stringify({ worker, advertiseUrl: "http://127.0.0.1:9", namespaces: [{ namespace: "/docs", hostname, env }], headroom: 1 })
+    })
+    return [res.status, res.status === 200 ? "" : ((await res.json()) as { error: string }).error]
+  }
+
+  it("a binding grant covers its hostname (any case), or any hostname with *, in its env only", async () => {
+    expect(await registerAs(SITE_KEY, "site-1", "a.example", "prod")).toEqual([200, ""])
+    expect(await registerAs(SITE_KEY, "site-2", "A.EXAMPLE", "prod")).toEqual([200, ""])
+    expect(await registerAs(SITE_KEY, "site-3", "b.example", "prod")).toEqual([403, "credential does not cover namespace"])
+    expect(await registerAs(SITE_KEY, "site-4", "a.example", "staging")).toEqual([403, "credential does not cover namespace"])
+    expect(await registerAs(ANY_HOST_KEY, "any-1", "b.example", "prod")).toEqual([200, ""])
+    expect(await registerAs(ANY_HOST_KEY, "any-2", "b.example", "")).toEqual([403, "credential does not cover namespace"])
+  })
+
+  it("release and tag are covered by namespace and env", async () => {
+    const release = async (env: string) => {
+      const res = await fetch(`${pinboard.registryUrl}/registry/release`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${SITE_KEY}` },
+        body: JSON.stringify({ namespace: "/docs", id: "x", epoch: "1", env })
+      })
+      return [res.status, await res.json()]
+    }
+    expect(await release("prod")).toEqual([409, { released: false, epoch: null }])
+    expect(await release("staging")).toEqual([403, { error: "credential does not cover namespace" }])
   })
 })
