@@ -1,6 +1,7 @@
 // The fleet page on the metrics listener (docs/operations.md "The fleet page"): `/fleet` (a
 // plain HTML file), `/fleet.js` (its script, served as written: no build step) and
-// `/fleet.json` (what the script polls). The files are read once, at start-up.
+// `/fleet.json` (what the script polls; with `credentials`, for an operator credential alone:
+// FleetAccess.ts). The files are read once, at start-up.
 import { readFileSync } from "node:fs"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { FleetSnapshot } from "./FleetSnapshot.js"
@@ -34,17 +35,30 @@ export const sharedRead = <A>(read: () => Promise<A>): (() => Promise<A>) => {
   }
 }
 
-/** The three routes; `unavailable` answers a failed registry read. */
-export const fleetRoutes = (read: () => Promise<FleetSnapshot>, unavailable: Route): ReadonlyMap<string, Route> => {
+export interface FleetSource {
+  /** Undefined when the request may read the fleet; else the route that answers its refusal. */
+  readonly admit: (req: IncomingMessage) => Promise<Route | undefined>
+  readonly read: () => Promise<FleetSnapshot>
+  /** Answers a failed registry read (or a failed check of the caller: never a crash of the listener). */
+  readonly unavailable: Route
+}
+
+/** The three routes. */
+export const fleetRoutes = ({ admit, read, unavailable }: FleetSource): ReadonlyMap<string, Route> => {
   const shared = sharedRead(read)
+  const serveSnapshot: Route = (req, res) =>
+    void shared().then(
+      (snapshot) => sendText(req, res, 200, { "content-type": "application/json", "cache-control": "no-store" }, JSON.stringify(snapshot)),
+      () => unavailable(req, res)
+    )
   return new Map<string, Route>([
     ["/fleet", fixedFile("text/html; charset=utf-8", pageFile("fleet.html"), { "content-security-policy": PAGE_POLICY })],
     ["/fleet.js", fixedFile("text/javascript; charset=utf-8", pageFile("fleet.js"))],
     [
       "/fleet.json",
       (req, res) =>
-        void shared().then(
-          (snapshot) => sendText(req, res, 200, { "content-type": "application/json", "cache-control": "no-store" }, JSON.stringify(snapshot)),
+        void admit(req).then(
+          (refusal) => (refusal ?? serveSnapshot)(req, res),
           () => unavailable(req, res)
         )
     ]

@@ -1,11 +1,14 @@
 // The metrics listener (`metrics.port`, off by default): `GET /metrics` in Prometheus's text
 // format, and the fleet page (`/fleet`, `/fleet.js`, `/fleet.json`; FleetPage.ts). Its own
-// port, because on the data-plane port every path is an instance request.
-import http, { type ServerResponse } from "node:http"
+// port, because on the data-plane port every path is an instance request. `/metrics` stays
+// open (Prometheus scrapes it); `/fleet.json` takes an operator credential with `credentials`.
+import http, { type IncomingMessage, type ServerResponse } from "node:http"
 import { Context, Effect, Layer } from "effect"
 import { pathOf } from "../Address.js"
 import { AppConfig } from "../AppConfig.js"
-import { TEXT_PLAIN, type Reply } from "../Errors.js"
+import { Credentials } from "../auth/Credentials.js"
+import { InvalidDeploymentToken, OperatorCredentialRequired, TEXT_PLAIN, type Reply } from "../Errors.js"
+import { fleetAccess } from "./FleetAccess.js"
 import { readFleet } from "./FleetSnapshot.js"
 import { Metrics } from "../observe/Metrics.js"
 import { makeRateRing, RATES_KEPT, ratesOf, RATE_SAMPLE_EVERY_MS, sampleForever } from "../observe/Rates.js"
@@ -23,8 +26,19 @@ export interface ListenerAnswer {
 
 const plain = (status: number, body: string): Reply => ({ status, contentType: TEXT_PLAIN, body })
 
-/** The listener's own answers: not the data plane's catalogue, listed beside it in docs/errors.md. */
+/**
+ * The listener's own answers, listed beside the data plane's catalogue in docs/errors.md; its two
+ * refusals of `/fleet.json` are the registry API's rows, written by the same classes.
+ */
 export const metricsListenerAnswers = {
+  fleetCredentialRefused: {
+    reply: new InvalidDeploymentToken().reply,
+    when: "With `credentials`: `/fleet.json` without `Authorization: Bearer <key>`, or with a key or token that matches no credential (the catalogue's InvalidDeploymentToken); the page asks for an operator key."
+  },
+  fleetOperatorRequired: {
+    reply: new OperatorCredentialRequired().reply,
+    when: "With `credentials`: `/fleet.json` with a worker credential (the catalogue's OperatorCredentialRequired); the page asks for an operator key."
+  },
   notFound: { reply: plain(404, "not found"), when: "Any path but `/metrics`, `/fleet`, `/fleet.js` and `/fleet.json`." },
   methodNotAllowed: {
     reply: plain(405, "method not allowed"),
@@ -44,18 +58,27 @@ const answer = (res: ServerResponse, { reply, allow }: ListenerAnswer): void => 
 
 export class MetricsServer extends Context.Service<MetricsServer, { readonly port: number | undefined }>()("pinboard/MetricsServer") {
   /** Listens on `metrics.port` (its bound port; none while metrics are off), closed with the layer. */
-  static readonly layer: Layer.Layer<MetricsServer, never, AppConfig | Metrics | Registry> = Layer.effect(
+  static readonly layer: Layer.Layer<MetricsServer, never, AppConfig | Credentials | Metrics | Registry> = Layer.effect(
     MetricsServer,
     Effect.gen(function* () {
       const config = yield* AppConfig
       const metrics = yield* Metrics
       const registry = yield* Registry
+      const access = fleetAccess(config.credentials !== undefined, yield* Credentials)
       if (config.metrics.port === undefined) return { port: undefined }
       const host = config.metrics.host ?? config.host
       const ring = makeRateRing(RATES_KEPT)
       yield* Effect.forkScoped(sampleForever(ring, metrics.answered))
       const runPromise = Effect.runPromiseWith(yield* Effect.context<never>())
       const readSnapshot = () => runPromise(readFleet(registry, config.buckets, () => ratesOf(ring, RATE_SAMPLE_EVERY_MS)))
+      const admit = (req: IncomingMessage) =>
+        runPromise(
+          Effect.match(access(req.headers.authorization), {
+            onSuccess: (): Route | undefined => undefined,
+            onFailure: (error): Route => (_req, res) =>
+              answer(res, error._tag === "InvalidDeploymentToken" ? metricsListenerAnswers.fleetCredentialRefused : metricsListenerAnswers.fleetOperatorRequired)
+          })
+        )
       const serveMetrics: Route = (req, res) =>
         void metrics.render().then(
           ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(req.method === "HEAD" ? undefined : body),
@@ -63,7 +86,7 @@ export class MetricsServer extends Context.Service<MetricsServer, { readonly por
         )
       const routes = new Map<string, Route>([
         ["/metrics", serveMetrics],
-        ...fleetRoutes(readSnapshot, (_req, res) => answer(res, metricsListenerAnswers.fleetUnavailable))
+        ...fleetRoutes({ admit, read: readSnapshot, unavailable: (_req, res) => answer(res, metricsListenerAnswers.fleetUnavailable) })
       ])
       const server = http.createServer((req, res) => {
         const route = routes.get(pathOf(req.url ?? "/"))

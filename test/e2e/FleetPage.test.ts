@@ -147,6 +147,8 @@ describe("the fleet page in Chromium", () => {
         expect(leaseLeft).toBeLessThanOrEqual(pinboard.leaseMs / 1000)
       }
       expect(await textOf("#status")).toBe("live")
+      // Without `credentials` no key is asked for.
+      expect(await page.locator("#key-form").isVisible()).toBe(false)
 
       // Refreshed in place: the registry read's time moves on, the page object is the same one.
       const firstRead = await page.getAttribute("#updated", "data-now")

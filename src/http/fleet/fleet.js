@@ -1,9 +1,13 @@
 // The fleet page's script (docs/operations.md "The fleet page"): polls fleet.json and redraws.
 // Every value from the registry (worker ids, namespaces, URLs) reaches the page as text
-// (textContent, setAttribute), never as markup.
+// (textContent, setAttribute), never as markup. When fleet.json asks for an operator credential
+// (401 or 403: a Pinboard with `credentials`), the page stops polling and asks for a key; the
+// key is kept in this tab's sessionStorage alone (never localStorage, never a URL) and sent as
+// `Authorization: Bearer` on every poll.
 "use strict"
 
 const EVERY_MS = 2000
+const KEY_ITEM = "pinboard-fleet-key"
 /** The headline rates average the last this many seconds. */
 const RECENT = 10
 
@@ -96,9 +100,45 @@ const setStatus = (text, ok) => {
   status.className = ok ? "status" : "status stale"
 }
 
+/** What a refused key is, by fleet.json's status. */
+const REFUSED = {
+  401: "it matches no credential of this Pinboard",
+  403: "it is a worker's credential; the fleet takes an operator key or the deployment token"
+}
+
+/** Why fleet.json refused a key: its status, `{"error"}` body and what that means. */
+const refusalOf = async (res) => {
+  const body = await res.json().catch(() => undefined)
+  const error = typeof body?.error === "string" ? body.error : res.statusText
+  return `Key refused (${res.status} ${error}): ${REFUSED[res.status]}.`
+}
+
+/** Shows the key form, with why the last key was refused when one was sent. */
+const askForKey = (refusal) => {
+  sessionStorage.removeItem(KEY_ITEM)
+  byId("fleet").hidden = true
+  byId("workers").replaceChildren()
+  const refused = byId("key-refused")
+  refused.hidden = refusal === undefined
+  refused.textContent = refusal ?? ""
+  byId("key-form").hidden = false
+  byId("key-input").value = ""
+  byId("key-input").focus()
+  setStatus("operator key required", false)
+}
+
 const refresh = async () => {
+  let again = true
   try {
-    const res = await fetch("fleet.json", { cache: "no-store" })
+    const key = sessionStorage.getItem(KEY_ITEM)
+    const headers = key === null ? {} : { authorization: `Bearer ${key}` }
+    const res = await fetch("fleet.json", { cache: "no-store", headers })
+    if (res.status === 401 || res.status === 403) {
+      // Polled again once a key is entered.
+      again = false
+      askForKey(key === null ? undefined : await refusalOf(res))
+      return
+    }
     if (!res.ok) throw new Error(`fleet.json answered ${res.status}`)
     const snapshot = await res.json()
     drawWorkers(snapshot)
@@ -109,9 +149,23 @@ const refresh = async () => {
   } catch (error) {
     setStatus(`stale: ${error instanceof Error ? error.message : String(error)}`, false)
   } finally {
-    setTimeout(refresh, EVERY_MS)
+    if (again) setTimeout(refresh, EVERY_MS)
   }
 }
+
+byId("key-form").addEventListener("submit", (event) => {
+  event.preventDefault()
+  const key = byId("key-input").value.trim()
+  if (key === "") return
+  // What an Authorization header can carry; fetch would throw on anything else, poll after poll.
+  if (!/^[\x20-\x7e]+$/.test(key)) return askForKey("Key refused: a key is printable ASCII.")
+  sessionStorage.setItem(KEY_ITEM, key)
+  byId("key-input").value = ""
+  byId("key-form").hidden = true
+  byId("fleet").hidden = false
+  setStatus("loading", true)
+  void refresh()
+})
 
 byId("every").textContent = String(EVERY_MS / 1000)
 void refresh()
