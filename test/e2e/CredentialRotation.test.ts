@@ -4,11 +4,12 @@
 // attestation keys (current and next swapped, then a fresh next). No request fails, the
 // worker keeps its lease, the old key is refused from then on, and Pinboard signs with the
 // key that was published ahead.
-import { createHash, generateKeyPairSync, randomBytes } from "node:crypto"
+import { generateKeyPairSync, randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { calculateJwkThumbprint, exportJWK } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ed25519Pem, keyLine } from "../support/CredentialFiles.js"
 import { defineInstance, startWorker, type PinboardWorker } from "../../src/worker/index.js"
 import type { LogLine } from "../../src/worker/WorkerLog.js"
 import { Fleet, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
@@ -16,12 +17,10 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { poll, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
 
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 const OLD_KEY = `old-${randomBytes(16).toString("hex")}`
 const NEW_KEY = `new-${randomBytes(16).toString("hex")}`
 
 const ed25519 = () => generateKeyPairSync("ed25519")
-const pemOf = (pair: ReturnType<typeof ed25519>) => pair.privateKey.export({ type: "pkcs8", format: "pem" })
 const kidOf = async (pair: ReturnType<typeof ed25519>) => calculateJwkThumbprint(await exportJWK(pair.publicKey))
 
 const echo = defineInstance({ activate: () => ({}), routes: { "GET /echo": (_request, res) => void res.end("echo") } })
@@ -38,7 +37,7 @@ describe("rotating credentials and attestation keys under load (Redis registry)"
     next: join(fleet.dir, "attestation-next.pem")
   }
   const [first, second, third] = [ed25519(), ed25519(), ed25519()]
-  const entry = (name: string, key: string) => ({ name, sha256: sha256(key), workers: ["lib-*"], namespaces: ["/echo"] })
+  const entry = (name: string, key: string) => ({ name, sha256: keyLine(key), workers: ["lib-*"], namespaces: ["/echo"] })
 
   const registryStatus = async (key: string) =>
     (await fetch(`${pinboard.registryUrl}/registry/keys`, { headers: { authorization: `Bearer ${key}` } })).status
@@ -55,8 +54,8 @@ describe("rotating credentials and attestation keys under load (Redis registry)"
     try {
       writeFileSync(files.credentials, JSON.stringify({ workers: [entry("lib", OLD_KEY)] }))
       writeFileSync(files.workerKey, `${OLD_KEY}\n`)
-      writeFileSync(files.current, pemOf(first))
-      writeFileSync(files.next, pemOf(second))
+      writeFileSync(files.current, ed25519Pem(first))
+      writeFileSync(files.next, ed25519Pem(second))
       pinboard = await fleet.pinboard({
         redis: await fleet.redis(),
         env: { PINBOARD_CREDENTIALS_FILE: files.credentials, PINBOARD_ATTESTATION_KEYS: `${files.current},${files.next}` }
@@ -106,11 +105,11 @@ describe("rotating credentials and attestation keys under load (Redis registry)"
     await reloaded("credentials loaded")
     await sleep(pinboard.leaseMs)
     // The attestation keys: next (published from the start) becomes current; a fresh next.
-    writeFileSync(files.current, pemOf(second))
-    writeFileSync(files.next, pemOf(first))
+    writeFileSync(files.current, ed25519Pem(second))
+    writeFileSync(files.next, ed25519Pem(first))
     await reloaded("attestation keys loaded")
     await sleep(scaled(500))
-    writeFileSync(files.next, pemOf(third))
+    writeFileSync(files.next, ed25519Pem(third))
     await reloaded("attestation keys loaded")
     await sleep(scaled(1000))
     running = false

@@ -2,20 +2,21 @@
 // redis-server with a credentials file and an attestation key. The attack first: a worker
 // credential for `chat-*` on /threads tries what one leaked worker configuration could do with
 // the deployment token; then what it, an operator key and a workload JWT may do.
-import { createHash, generateKeyPairSync, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { keyLine, writeAttestationKey } from "../support/CredentialFiles.js"
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose"
 import { Fleet, TOKEN, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
+import type { RedisServer } from "../support/RedisServer.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { runInspect } from "../support/InspectRun.js"
 import { request } from "../support/Wire.js"
 import { scaled } from "../support/Time.js"
 
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 const OPERATOR_KEY = `op-${randomBytes(16).toString("hex")}`
 const CHAT_KEY = `chat-${randomBytes(16).toString("hex")}`
 const BILLING_KEY = `billing-${randomBytes(16).toString("hex")}`
@@ -30,6 +31,8 @@ interface Answer {
 describe("credentials by role (Redis registry)", () => {
   const fleet = new Fleet()
   let pinboard: Pinboard
+  let redis: RedisServer
+  const PREFIX = uid("pb")
   let backend: Server
   let jwks: Server
   let advertiseUrl: string
@@ -80,16 +83,15 @@ describe("credentials by role (Redis registry)", () => {
       jwks = createServer((_req, res) => res.setHeader("content-type", "application/json").end(JSON.stringify({ keys: [jwk] }))).listen(0, "127.0.0.1")
       await new Promise((resolve) => jwks.once("listening", resolve))
 
-      const attestationPem = join(fleet.dir, "attestation.pem")
-      writeFileSync(attestationPem, generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))
+      const attestationPem = writeAttestationKey(fleet.dir)
       const credentialsFile = join(fleet.dir, "credentials.json")
       writeFileSync(
         credentialsFile,
         JSON.stringify({
-          operators: [{ name: "oncall", sha256: sha256(OPERATOR_KEY) }],
+          operators: [{ name: "oncall", sha256: keyLine(OPERATOR_KEY) }],
           workers: [
-            { name: "chat", sha256: sha256(CHAT_KEY), workers: ["chat-*"], namespaces: ["/threads"] },
-            { name: "billing", sha256: sha256(BILLING_KEY), workers: ["billing-*"], namespaces: ["/billing", "/threads"] },
+            { name: "chat", sha256: keyLine(CHAT_KEY), workers: ["chat-*"], namespaces: ["/threads"] },
+            { name: "billing", sha256: keyLine(BILLING_KEY), workers: ["billing-*"], namespaces: ["/billing", "/threads"] },
             { name: "docs", provider: "cluster", workers: ["{sub}"], namespaces: ["/docs"] }
           ]
         })
@@ -104,7 +106,8 @@ describe("credentials by role (Redis registry)", () => {
         })
       )
       pinboardEnv = { PINBOARD_CONFIG: configFile, PINBOARD_CREDENTIALS_FILE: credentialsFile, PINBOARD_ATTESTATION_KEYS: attestationPem }
-      pinboard = await fleet.pinboard({ redis: await fleet.redis(), env: pinboardEnv })
+      redis = await fleet.redis()
+      pinboard = await fleet.pinboard({ redis, prefix: PREFIX, env: pinboardEnv })
       billing = await register(BILLING_KEY, "billing-1", ["/billing", "/threads"])
       expect(billing.status).toBe(200)
       await waitForColdStart(pinboard, "/threads")
@@ -277,6 +280,10 @@ describe("credentials by role (Redis registry)", () => {
       .setExpirationTime("30s")
     expect(await withCaller(await derived.sign(attestationKey(TOKEN)))).toEqual(invalid)
     expect(await withCaller(await mint(owner, owner.json.incarnation))).toEqual({ status: 200, text: "served" })
+    // Another replica on the same registry finds the incarnation's key there.
+    const replica = await fleet.pinboard({ redis, prefix: PREFIX, env: pinboardEnv })
+    const res = await request(replica, target, { headers: { "pinboard-caller": await mint(owner, owner.json.incarnation) } })
+    expect([res.status, res.text]).toEqual([200, "served"])
   })
 })
 
@@ -288,14 +295,13 @@ describe("credentials by role in hostname-aware mode (embedded registry)", () =>
 
   beforeAll(async () => {
     try {
-      const attestationPem = join(fleet.dir, "attestation.pem")
-      writeFileSync(attestationPem, generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))
+      const attestationPem = writeAttestationKey(fleet.dir)
       pinboard = await fleet.pinboard({
         config: {
           credentials: {
             workers: [
-              { name: "site", sha256: sha256(SITE_KEY), workers: ["site-*"], namespaces: [{ namespace: "/docs", hostname: "A.example", env: "prod" }] },
-              { name: "any", sha256: sha256(ANY_HOST_KEY), workers: ["any-*"], namespaces: [{ namespace: "/docs", hostname: "*", env: "prod" }] }
+              { name: "site", sha256: keyLine(SITE_KEY), workers: ["site-*"], namespaces: [{ namespace: "/docs", hostname: "A.example", env: "prod" }] },
+              { name: "any", sha256: keyLine(ANY_HOST_KEY), workers: ["any-*"], namespaces: [{ namespace: "/docs", hostname: "*", env: "prod" }] }
             ]
           }
         },

@@ -4,19 +4,19 @@
 // the page and its script stay open (they hold no data), and so does `/metrics`. In a real
 // headless Chromium the page asks for a key, shows a refused key's refusal, shows the workers
 // with an operator key, and keeps the key for the tab alone (sessionStorage), never in a URL.
-import { createHash, generateKeyPairSync, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium, type BrowserContext, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { keyLine, writeAttestationKey } from "../support/CredentialFiles.js"
 import { Fleet, TOKEN, uid, type Pinboard, type VirtualWorker } from "../support/Fleet.js"
 import { CHROMIUM, CHROMIUM_ARGS } from "../support/Chromium.js"
 import { freePort } from "../support/Processes.js"
 import { poll, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
 
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 const OPERATOR_KEY = `op-${randomBytes(16).toString("hex")}`
 const WORKER_KEY = `chat-${randomBytes(16).toString("hex")}`
 const UNKNOWN_KEY = `nobody-${randomBytes(16).toString("hex")}`
@@ -33,14 +33,13 @@ let browser: BrowserContext
 
 beforeAll(async () => {
   try {
-    const attestationPem = join(fleet.dir, "attestation.pem")
-    writeFileSync(attestationPem, generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))
+    const attestationPem = writeAttestationKey(fleet.dir)
     const credentialsFile = join(fleet.dir, "credentials.json")
     writeFileSync(
       credentialsFile,
       JSON.stringify({
-        operators: [{ name: "oncall", sha256: sha256(OPERATOR_KEY) }],
-        workers: [{ name: "chat", sha256: sha256(WORKER_KEY), workers: ["chat-*"], namespaces: ["/threads"] }]
+        operators: [{ name: "oncall", sha256: keyLine(OPERATOR_KEY) }],
+        workers: [{ name: "chat", sha256: keyLine(WORKER_KEY), workers: ["chat-*"], namespaces: ["/threads"] }]
       })
     )
     metricsPort = await freePort()

@@ -5,10 +5,11 @@
 // signed with the key derived from the deployment token (what anyone holding that token could
 // forge), and calls another instance through Pinboard with its incarnation's caller key. A
 // worker whose credential does not cover its id says so in its log.
-import { createHash, generateKeyPairSync, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { keyLine, writeAttestationKey } from "../support/CredentialFiles.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { defineInstance, startWorker, type PinboardWorker } from "../../src/worker/index.js"
 import type { LogLine } from "../../src/worker/WorkerLog.js"
@@ -17,7 +18,6 @@ import { signTestAttestation } from "../support/TestAttestations.js"
 import { poll, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
 
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 const WORKER_KEY = `lib-${randomBytes(16).toString("hex")}`
 
 const counter = defineInstance({
@@ -56,10 +56,9 @@ describe("the worker library with a worker credential (Redis registry)", () => {
 
   beforeAll(async () => {
     try {
-      const attestationPem = join(fleet.dir, "attestation.pem")
-      writeFileSync(attestationPem, generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }))
+      const attestationPem = writeAttestationKey(fleet.dir)
       const credentialsFile = join(fleet.dir, "credentials.json")
-      writeFileSync(credentialsFile, JSON.stringify({ workers: [{ name: "lib", sha256: sha256(WORKER_KEY), workers: ["lib-*"], namespaces: ["/counters"] }] }))
+      writeFileSync(credentialsFile, JSON.stringify({ workers: [{ name: "lib", sha256: keyLine(WORKER_KEY), workers: ["lib-*"], namespaces: ["/counters"] }] }))
       pinboard = await fleet.pinboard({
         redis: await fleet.redis(),
         env: { PINBOARD_CREDENTIALS_FILE: credentialsFile, PINBOARD_ATTESTATION_KEYS: attestationPem }
