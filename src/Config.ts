@@ -80,21 +80,20 @@ export const loadConfigWithSources: (input: {
     Effect.mapError((error) => new ConfigInvalid({ message: describeParseError(error, input, sources) }))
   )
   // A file a setting names that cannot be used is named by the variable (or key) that set it.
-  const fileProblem = (section: string) => (problem: { readonly field: string; readonly message: string }) => {
-    const path = [section, problem.field]
-    const set = sources.find((source) => source.envVar.path.join(".") === path.join("."))
-    return new ConfigInvalid({ message: `${set?.name ?? formatPath(path)}: ${problem.message}` })
-  }
+  const settingName = (path: ReadonlyArray<string>): string =>
+    sources.find((source) => source.envVar.path.join(".") === path.join("."))?.name ?? formatPath(path)
+  const fileProblem = (section: string) => (problem: { readonly field: string; readonly message: string }) =>
+    new ConfigInvalid({ message: `${settingName([section, problem.field])}: ${problem.message}` })
   yield* Effect.fromResult(Result.mapError(readRedisFiles(config.redis), fileProblem("redis")))
   const credentials = credentialSourceOf(config.credentials)
   if (credentials !== undefined) {
-    const named = credentials._tag === "Inline" ? "credentials" : (sources.find((source) => source.envVar.path[0] === "credentials")?.name ?? "credentials")
+    const named = settingName(["credentials"])
     yield* Effect.fromResult(
       Result.mapError(loadCredentialSet(credentials, config), (problem) => new ConfigInvalid({ message: problemLines(named, describeSource(credentials), problem) }))
     )
   }
   if (config.attestation.keys.length > 0) {
-    const named = sources.find((source) => source.envVar.path.join(".") === "attestation.keys")?.name ?? "attestation.keys"
+    const named = settingName(["attestation", "keys"])
     yield* Effect.fromResult(
       Result.mapError(loadAttestationKeys(config.attestation.keys), (problem) => new ConfigInvalid({ message: `${named}: ${JSON.stringify(problem.path)}: ${problem.message}` }))
     )

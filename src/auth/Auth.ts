@@ -2,12 +2,11 @@
 // and the Pinboard-Caller verifier, built once at start-up from the config (docs/config.md
 // "Data-plane auth", docs/deploy.md "Credentials"); the attestation keys are read again on
 // SIGHUP and when their files change.
-import { Clock, Context, Effect, Layer, Redacted, Result } from "effect"
+import { Clock, Context, Effect, Layer, Result } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
 import { AttestationExpired, InvalidAttestation } from "../Errors.js"
-import { attestationKey } from "../contract/AttestationKey.js"
-import { reloadOnChange, type ReloadTrigger } from "../serving/FileReload.js"
+import { reloadWhileScoped } from "../serving/FileReload.js"
 import type { AttestationClaims } from "./Attestation.js"
 import type { AttestationPublicJwk } from "../config/AttestationKeys.js"
 import { verifyCallerToken, type CallerClaims } from "./CallerToken.js"
@@ -44,18 +43,15 @@ export class Auth extends Context.Service<Auth, AuthService>()("pinboard/Auth") 
       const keys = makeSigningKeys(config)
       const paths = config.attestation.keys
       if (paths.length > 0) {
-        const run = Effect.runForkWith(yield* Effect.context<never>())
-        const onReload = (trigger: ReloadTrigger) =>
-          run(
-            Result.match(keys.reload(), {
-              onSuccess: () => Effect.logInfo("attestation keys loaded").pipe(Effect.annotateLogs({ trigger, signing: keys.published()[0]?.kid })),
-              onFailure: (problem) =>
-                Effect.logWarning("attestation keys refused, the ones in use are kept").pipe(
-                  Effect.annotateLogs({ trigger, file: problem.path, reason: problem.message })
-                )
-            })
-          )
-        yield* Effect.acquireRelease(Effect.sync(() => reloadOnChange(paths, onReload)), (stop) => Effect.sync(stop))
+        yield* reloadWhileScoped(paths, (trigger) =>
+          Result.match(keys.reload(), {
+            onSuccess: () => Effect.logInfo("attestation keys loaded").pipe(Effect.annotateLogs({ trigger, signing: keys.published()[0]?.kid })),
+            onFailure: (problem) =>
+              Effect.logWarning("attestation keys refused, the ones in use are kept").pipe(
+                Effect.annotateLogs({ trigger, file: problem.path, reason: problem.message })
+              )
+          })
+        )
       }
       return yield* makeAuth(config, keys)
     })
@@ -73,8 +69,7 @@ const makeAuth = (config: AuthSettings, keys: SigningKeys): Effect.Effect<AuthSe
         : new Map(config.namespaces.map((rule) => [rule.namespace, compileRule(rule, providers)] as const))
     return {
       rules,
-      callerKeys:
-        config.attestation.keys.length > 0 ? { _tag: "PerIncarnation" } : { _tag: "DeploymentToken", key: attestationKey(Redacted.value(config.token!)) },
+      callerKeys: keys.derivedKey === undefined ? { _tag: "PerIncarnation" } : { _tag: "DeploymentToken", key: keys.derivedKey },
       verifyCaller: (token, key) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(

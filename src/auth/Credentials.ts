@@ -9,7 +9,7 @@ import { Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import type { PinboardConfig } from "../Config.js"
 import { InvalidDeploymentToken } from "../Errors.js"
-import { reloadOnChange, type ReloadTrigger } from "../serving/FileReload.js"
+import { reloadWhileScoped } from "../serving/FileReload.js"
 import { type CredentialSet, credentialSourceOf, describeSource, loadCredentialSet, type WorkerJwt } from "../config/CredentialSet.js"
 import type { FetchJwks } from "./Jwks.js"
 import { makeProvider, type Provider } from "./Providers.js"
@@ -110,16 +110,13 @@ export class Credentials extends Context.Service<Credentials, CredentialsService
           })
       const credentials = makeCredentials(config, initial)
       if (source?._tag === "File") {
-        const run = Effect.runForkWith(yield* Effect.context<never>())
-        const onReload = (trigger: ReloadTrigger) =>
-          run(
-            Result.match(credentials.reload(), {
-              onSuccess: () => Effect.logInfo("credentials loaded").pipe(Effect.annotateLogs({ trigger, file: source.path })),
-              onFailure: (reason) =>
-                Effect.logWarning("credentials refused, the set in use is kept").pipe(Effect.annotateLogs({ trigger, file: source.path, reason }))
-            })
-          )
-        yield* Effect.acquireRelease(Effect.sync(() => reloadOnChange([source.path], onReload)), (stop) => Effect.sync(stop))
+        yield* reloadWhileScoped([source.path], (trigger) =>
+          Result.match(credentials.reload(), {
+            onSuccess: () => Effect.logInfo("credentials loaded").pipe(Effect.annotateLogs({ trigger, file: source.path })),
+            onFailure: (reason) =>
+              Effect.logWarning("credentials refused, the set in use is kept").pipe(Effect.annotateLogs({ trigger, file: source.path, reason }))
+          })
+        )
       }
       return { identify: credentials.identify }
     })

@@ -12,6 +12,8 @@ export interface SigningKeys {
   readonly attest: (claims: AttestationClaims, nowMs: number) => string
   /** What `GET /registry/keys` answers. */
   readonly published: () => ReadonlyArray<AttestationPublicJwk>
+  /** Without attestation keys, the key derived from the deployment token, which signs caller tokens too. */
+  readonly derivedKey: Uint8Array | undefined
   /** Reads the key files again; the problem when they do not load (the keys in use are kept). */
   readonly reload: () => Result.Result<void, AttestationKeyProblem>
 }
@@ -25,14 +27,16 @@ const signerOf = (pairs: ReadonlyArray<AttestationKeyPair>): AttestationSigner =
 export const makeSigningKeys = (config: Pick<PinboardConfig, "token" | "attestation">): SigningKeys => {
   const paths = config.attestation.keys
   if (paths.length === 0) {
-    const sign = makeAttestationSigner({ alg: "HS256", secret: attestationKey(Redacted.value(config.token!)) })
-    return { attest: sign, published: () => [], reload: () => Result.succeed(undefined) }
+    // The schema asks for the token when there are no attestation keys.
+    const derivedKey = attestationKey(Redacted.value(config.token!))
+    return { attest: makeAttestationSigner({ alg: "HS256", secret: derivedKey }), published: () => [], derivedKey, reload: () => Result.succeed(undefined) }
   }
   const load = () => Result.map(loadAttestationKeys(paths), (pairs) => ({ sign: signerOf(pairs), published: pairs.map((pair) => pair.publicJwk) }))
   let current = Result.getOrThrowWith(load(), (problem) => new Error(`${problem.path}: ${problem.message}`))
   return {
     attest: (claims, nowMs) => current.sign(claims, nowMs),
     published: () => current.published,
+    derivedKey: undefined,
     reload: () =>
       Result.map(load(), (loaded) => {
         current = loaded

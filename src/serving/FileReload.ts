@@ -3,6 +3,7 @@
 // sees a file replaced by a rename (cert-manager, certbot, a Kubernetes secret's symlink swap);
 // a change waits a moment for its companions, written one after the other.
 import { unwatchFile, watchFile } from "node:fs"
+import { Effect, type Scope } from "effect"
 
 export type ReloadTrigger = "SIGHUP" | "file change"
 
@@ -26,3 +27,10 @@ export const reloadOnChange = (paths: ReadonlyArray<string>, reload: (trigger: R
     for (const path of paths) unwatchFile(path, onChange)
   }
 }
+
+/** `reloadOnChange` while the scope is open, each reload an Effect run in the scope's context (its logger). */
+export const reloadWhileScoped = (paths: ReadonlyArray<string>, reload: (trigger: ReloadTrigger) => Effect.Effect<void>): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const run = Effect.runForkWith(yield* Effect.context<never>())
+    yield* Effect.acquireRelease(Effect.sync(() => reloadOnChange(paths, (trigger) => run(reload(trigger)))), (stop) => Effect.sync(stop))
+  })
