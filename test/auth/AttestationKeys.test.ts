@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { calculateJwkThumbprint, compactVerify, importJWK } from "jose"
 import { loadAttestationKeys } from "../../src/config/AttestationKeys.js"
+import { ed25519Pem } from "../support/CredentialFiles.js"
 
 const dir = mkdtempSync(join(tmpdir(), "pinboard-attestation-keys-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -19,7 +20,6 @@ const write = (content: string): string => {
   return path
 }
 
-const ed25519Pem = (): string => generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }).toString()
 
 // RFC 8037 appendix A.1's key, and its thumbprint from appendix A.3.
 const RFC8037_KEY = createPrivateKey({

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { keyLine, writeAttestationKey } from "../support/CredentialFiles.js"
+import { keyLine, writeAttestationKey, writeCredentials } from "../support/CredentialFiles.js"
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose"
 import { Fleet, TOKEN, uid, waitForColdStart, type Pinboard } from "../support/Fleet.js"
 import type { RedisServer } from "../support/RedisServer.js"
@@ -84,18 +84,14 @@ describe("credentials by role (Redis registry)", () => {
       await new Promise((resolve) => jwks.once("listening", resolve))
 
       const attestationPem = writeAttestationKey(fleet.dir)
-      const credentialsFile = join(fleet.dir, "credentials.json")
-      writeFileSync(
-        credentialsFile,
-        JSON.stringify({
-          operators: [{ name: "oncall", sha256: keyLine(OPERATOR_KEY) }],
-          workers: [
-            { name: "chat", sha256: keyLine(CHAT_KEY), workers: ["chat-*"], namespaces: ["/threads"] },
-            { name: "billing", sha256: keyLine(BILLING_KEY), workers: ["billing-*"], namespaces: ["/billing", "/threads"] },
-            { name: "docs", provider: "cluster", workers: ["{sub}"], namespaces: ["/docs"] }
-          ]
-        })
-      )
+      const credentialsFile = writeCredentials(fleet.dir, {
+        operators: [{ name: "oncall", sha256: keyLine(OPERATOR_KEY) }],
+        workers: [
+          { name: "chat", sha256: keyLine(CHAT_KEY), workers: ["chat-*"], namespaces: ["/threads"] },
+          { name: "billing", sha256: keyLine(BILLING_KEY), workers: ["billing-*"], namespaces: ["/billing", "/threads"] },
+          { name: "docs", provider: "cluster", workers: ["{sub}"], namespaces: ["/docs"] }
+        ]
+      })
       const configFile = join(fleet.dir, "pinboard.json")
       writeFileSync(
         configFile,

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium, type BrowserContext, type Page } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   coldStartIds,
@@ -20,7 +20,7 @@ import {
   type VirtualWorker,
   type Worker
 } from "../support/Fleet.js"
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/Chromium.js"
+import { launchChromium } from "../support/Chromium.js"
 import { freePort } from "../support/Processes.js"
 import { poll, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
@@ -57,12 +57,7 @@ beforeAll(async () => {
     ])
     await waitForColdStart(pinboard, "/threads")
     placed.push(...coldStartIds("/threads").values())
-    browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...CHROMIUM_ARGS],
-      viewport: { width: 1280, height: 720 }
-    })
+    browser = await launchChromium(userDataDir, { viewport: { width: 1280, height: 720 } })
     page = await browser.newPage()
   } catch (error) {
     await fleet.stop()

@@ -5,14 +5,14 @@
 // headless Chromium the page asks for a key, shows a refused key's refusal, shows the workers
 // with an operator key, and keeps the key for the tab alone (sessionStorage), never in a URL.
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium, type BrowserContext, type Page } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { keyLine, writeAttestationKey } from "../support/CredentialFiles.js"
+import { keyLine, writeAttestationKey, writeCredentials } from "../support/CredentialFiles.js"
 import { Fleet, TOKEN, uid, type Pinboard, type VirtualWorker } from "../support/Fleet.js"
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/Chromium.js"
+import { launchChromium } from "../support/Chromium.js"
 import { freePort } from "../support/Processes.js"
 import { poll, scaled } from "../support/Time.js"
 import { request } from "../support/Wire.js"
@@ -34,14 +34,10 @@ let browser: BrowserContext
 beforeAll(async () => {
   try {
     const attestationPem = writeAttestationKey(fleet.dir)
-    const credentialsFile = join(fleet.dir, "credentials.json")
-    writeFileSync(
-      credentialsFile,
-      JSON.stringify({
-        operators: [{ name: "oncall", sha256: keyLine(OPERATOR_KEY) }],
-        workers: [{ name: "chat", sha256: keyLine(WORKER_KEY), workers: ["chat-*"], namespaces: ["/threads"] }]
-      })
-    )
+    const credentialsFile = writeCredentials(fleet.dir, {
+      operators: [{ name: "oncall", sha256: keyLine(OPERATOR_KEY) }],
+      workers: [{ name: "chat", sha256: keyLine(WORKER_KEY), workers: ["chat-*"], namespaces: ["/threads"] }]
+    })
     metricsPort = await freePort()
     pinboard = await fleet.pinboard({
       redis: await fleet.redis(),
@@ -52,12 +48,7 @@ beforeAll(async () => {
     workers = await Promise.all(
       ["chat", "docs"].map((label) => fleet.virtualWorker(pinboard, { id: uid(label), advertiseUrl: "http://127.0.0.1:9", namespaces: ["/threads"] }))
     )
-    browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...CHROMIUM_ARGS],
-      viewport: { width: 1280, height: 720 }
-    })
+    browser = await launchChromium(userDataDir, { viewport: { width: 1280, height: 720 } })
   } catch (error) {
     await fleet.stop()
     throw error

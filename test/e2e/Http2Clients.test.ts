@@ -21,7 +21,7 @@ import https from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import tls from "node:tls"
-import { chromium, type BrowserContext, type Page } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Fleet, uid, waitForColdStart, type Pinboard, type Worker } from "../support/Fleet.js"
 import {
@@ -46,7 +46,7 @@ import {
   type Frame,
   type H2Connection
 } from "../support/H2Frames.js"
-import { CHROMIUM, CHROMIUM_ARGS } from "../support/Chromium.js"
+import { CHROMIUM, launchChromium } from "../support/Chromium.js"
 import type { Echo } from "../support/Echo.js"
 import { makeTestCa, type TestCa } from "../support/TestCa.js"
 import { poll, quietWindow, scaled, within } from "../support/Time.js"
@@ -355,11 +355,7 @@ describe("Chromium", () => {
       .update(new X509Certificate(readFileSync(ca.file("a.pem"))).publicKey.export({ type: "spki", format: "der" }))
       .digest("base64")
     userDataDir = mkdtempSync(join(tmpdir(), "pinboard-chromium-"))
-    browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...CHROMIUM_ARGS, `--ignore-certificate-errors-spki-list=${spki}`]
-    })
+    browser = await launchChromium(userDataDir, { args: [`--ignore-certificate-errors-spki-list=${spki}`] })
     page = await browser.newPage()
     // The page's origin is Pinboard's: its document is a worker's answer, served over h2.
     const response = await page.goto(tlsUrl(`${NS}/${id}/echo?page=1`))

@@ -6,10 +6,8 @@
 // forge), and calls another instance through Pinboard with its incarnation's caller key. A
 // worker whose credential does not cover its id says so in its log.
 import { randomBytes } from "node:crypto"
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { keyLine, writeAttestationKey } from "../support/CredentialFiles.js"
+import { keyLine, writeAttestationKey, writeCredentials } from "../support/CredentialFiles.js"
 import { attestationKey } from "../../src/contract/AttestationKey.js"
 import { defineInstance, startWorker, type PinboardWorker } from "../../src/worker/index.js"
 import type { LogLine } from "../../src/worker/WorkerLog.js"
@@ -57,8 +55,7 @@ describe("the worker library with a worker credential (Redis registry)", () => {
   beforeAll(async () => {
     try {
       const attestationPem = writeAttestationKey(fleet.dir)
-      const credentialsFile = join(fleet.dir, "credentials.json")
-      writeFileSync(credentialsFile, JSON.stringify({ workers: [{ name: "lib", sha256: keyLine(WORKER_KEY), workers: ["lib-*"], namespaces: ["/counters"] }] }))
+      const credentialsFile = writeCredentials(fleet.dir, { workers: [{ name: "lib", sha256: keyLine(WORKER_KEY), workers: ["lib-*"], namespaces: ["/counters"] }] })
       pinboard = await fleet.pinboard({
         redis: await fleet.redis(),
         env: { PINBOARD_CREDENTIALS_FILE: credentialsFile, PINBOARD_ATTESTATION_KEYS: attestationPem }

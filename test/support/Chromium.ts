@@ -1,4 +1,6 @@
 // Debian's Chromium for the browser tests (playwright-core drives it).
+import { chromium, type BrowserContext } from "playwright-core"
+
 export const CHROMIUM = "/usr/bin/chromium"
 
 /** The machine's network is closed: Chromium must not try its background connections. */
@@ -12,3 +14,15 @@ export const CHROMIUM_ARGS: ReadonlyArray<string> = [
   "--disable-component-update",
   "--disable-sync"
 ]
+
+/** Chromium, headless, with its profile in `userDataDir` (the caller removes it); `args` added to CHROMIUM_ARGS. */
+export const launchChromium = (
+  userDataDir: string,
+  options: { readonly args?: ReadonlyArray<string>; readonly viewport?: { readonly width: number; readonly height: number } } = {}
+): Promise<BrowserContext> =>
+  chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
+    ...(options.viewport === undefined ? {} : { viewport: { ...options.viewport } })
+  })
